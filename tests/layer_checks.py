@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+from numerics import assert_same
 
 
 def run_layer_checks(layer_cls, init_kwargs, inputs, expected_shape, tmp_path):
@@ -14,7 +15,7 @@ def run_layer_checks(layer_cls, init_kwargs, inputs, expected_shape, tmp_path):
     assert clone.get_config() == layer.get_config()
     clone(inputs)
     clone.set_weights(layer.get_weights())
-    np.testing.assert_allclose(clone(inputs), output, atol=1e-6)
+    assert_same(clone(inputs), output)
 
     input_layer = keras.Input(shape=inputs.shape[1:], dtype=str(inputs.dtype))
     model = keras.Model(input_layer, layer_cls(**init_kwargs)(input_layer))
@@ -26,4 +27,4 @@ def run_layer_checks(layer_cls, init_kwargs, inputs, expected_shape, tmp_path):
     path = tmp_path / f"{layer_cls.__name__}.keras"
     model.save(path)
     restored = keras.models.load_model(path)
-    np.testing.assert_allclose(restored(inputs), model(inputs), atol=1e-6)
+    assert_same(restored(inputs), model(inputs))

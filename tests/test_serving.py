@@ -23,6 +23,7 @@ import grpc
 import numpy as np
 import pytest
 import tensorflow as tf
+from numerics import assert_reordered
 from tensorflow.python.tools import saved_model_utils
 from tensorflow_serving.apis import (
     get_model_metadata_pb2,
@@ -148,13 +149,14 @@ def _assert_equal(outputs, expected, keys=OUTPUT_KEYS):
     assert sorted(outputs) == sorted(keys)
     for key in keys:
         assert outputs[key].shape == expected[key].shape, key
-        np.testing.assert_allclose(outputs[key], expected[key], atol=1e-6, err_msg=key)
+        assert_reordered(outputs[key], expected[key], err_msg=key)
 
 
 def _predict(stub, sentences, signature="default", **kwargs):
     return stub.Predict(make_request(sentences, signature, **kwargs), timeout=TIMEOUT)
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("which", ["batched", "unbatched"])
 @pytest.mark.parametrize("signature", ["default", "serving_default", "", "tokens", "char_ids"])
 def test_predict_equals_the_saved_model(which, signature, request, local):
@@ -190,9 +192,7 @@ def test_client_embed_and_cli(batched, local, capsys, tmp_path):
     assert "elmo (2, 10, 32) float32" in lines and "default (2, 32) float32" in lines
     assert main(["client", "--server", server, "--output", "default", "--json", "Hello !"]) == 0
     values = json.loads(capsys.readouterr().out)
-    np.testing.assert_allclose(
-        values["default"], _local_outputs(local, "default", ["Hello !"])["default"], atol=1e-6
-    )
+    assert_reordered(values["default"], _local_outputs(local, "default", ["Hello !"])["default"])
     assert main(["client", "--server", server, "--signature", "tokens", "--version", "9", "x"]) == 1
     assert "NOT_FOUND" in capsys.readouterr().err
 
@@ -240,7 +240,7 @@ def test_rest_equals_grpc(batched, stub):
     assert status == OK
     for key in OUTPUT_KEYS:
         rows = np.array([row[key] for row in answer["predictions"]])
-        np.testing.assert_allclose(rows, grpc_default[key], atol=1e-6, err_msg=key)
+        assert_reordered(rows, grpc_default[key], err_msg=key)
 
     grpc_tokens = _outputs(_predict(stub, SENTENCES, "tokens"))
     sent = {a: tf.make_ndarray(p) for a, p in make_request(SENTENCES, "tokens").inputs.items()}
@@ -252,15 +252,13 @@ def test_rest_equals_grpc(batched, stub):
     status, answer = _http(port, "/v1/models/elmo/versions/1:predict", columnar)
     assert status == OK
     for key in OUTPUT_KEYS:
-        np.testing.assert_allclose(answer["outputs"][key], grpc_tokens[key], atol=1e-6)
+        assert_reordered(answer["outputs"][key], grpc_tokens[key])
     rows = [{"tokens": t, "sequence_len": n} for t, n in zip(tokens, sent["sequence_len"].tolist())]
     status, answer = _http(
         port, "/v1/models/elmo:predict", {"signature_name": "tokens", "instances": rows}
     )
     assert status == OK
-    np.testing.assert_allclose(
-        [r["elmo"] for r in answer["predictions"]], grpc_tokens["elmo"], atol=1e-6
-    )
+    assert_reordered([r["elmo"] for r in answer["predictions"]], grpc_tokens["elmo"])
 
     assert _http(port, "/v1/models/elmo") == (
         OK,
@@ -513,6 +511,7 @@ def test_batcher_isolates_a_failing_request():
         batcher.close()
 
 
+@pytest.mark.numerics
 def test_concurrent_requests_batched_equal_unbatched(batched, stub, unbatched_stub):
     requests = [
         (SENTENCES[i % 5 : i % 5 + 1 + i % 3], ("default", "tokens", "char_ids")[i % 3])
@@ -566,7 +565,7 @@ def test_new_version_is_served_without_restart(request, base_path, tiny_files, t
     response = _predict(stub, SENTENCES)
     assert response.model_spec.version.value == 2
     new = _outputs(response)
-    np.testing.assert_allclose(new["word_emb"], old["word_emb"], atol=1e-6)  # same weights
+    assert_reordered(new["word_emb"], old["word_emb"])  # same weights
     assert np.abs(new["elmo"] - old["elmo"]).max() > 0.1  # another mix
     with pytest.raises(grpc.RpcError) as e:
         _predict(stub, SENTENCES, version=1)

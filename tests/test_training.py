@@ -14,6 +14,7 @@ import h5py
 import numpy as np
 import pytest
 import tensorflow as tf
+from numerics import assert_reordered, assert_same
 
 import elmo_tf
 from elmo_tf.cli.main import main
@@ -249,7 +250,7 @@ def test_sampler_draws_distinct_frequent_ids_deterministically():
     # expected counts sum to the number drawn; the most frequent id is nearly always drawn
     assert abs(float(tf.reduce_sum(sampler.expected_counts)) - 100) < 1e-2
     assert true_count.numpy()[0, 0] > 0.99 > 0.1 > true_count.numpy()[1, 0]
-    np.testing.assert_allclose(sampled_count, tf.gather(sampler.expected_counts, ids))
+    assert_reordered(sampled_count, tf.gather(sampler.expected_counts, ids))
     assert np.mean(ids < 500) > 0.7  # log-uniform: mostly the frequent half
 
 
@@ -264,6 +265,7 @@ def _window(model_vocab_size=12, rows=2, steps=6, seed=0):
     }
 
 
+@pytest.mark.numerics
 def test_sampled_loss_with_every_candidate_equals_full_softmax():
     model = BidirectionalLanguageModel(TINY_CONFIG, vocab_size=12, num_sampled=50)
     batch = _window()
@@ -271,9 +273,10 @@ def test_sampled_loss_with_every_candidate_equals_full_softmax():
     mask = tf.ones_like(batch["forward_targets"], tf.bool)
     sampled = model.sampled_loss(out["forward"], batch["forward_targets"], mask, [4, 5])
     total, count = model.full_loss(out["forward"], batch["forward_targets"], mask)
-    np.testing.assert_allclose(sampled, total / count, rtol=1e-5)
+    assert_reordered(sampled, total / count)
 
 
+@pytest.mark.numerics
 def test_language_model_directions_match_elmo_bilm(bilm_model):
     """The forward stream of a sentence (<S> w1..wn) and its backward stream (</S> wn..w1)
     give exactly the activations of ELMo.bilm, whose backward layer reads right to left."""
@@ -288,10 +291,11 @@ def test_language_model_directions_match_elmo_bilm(bilm_model):
         }
     )
     top = bilm_model.bilm(elmo_tf.batch_to_ids([tokens]))["activations"][-1][0]  # (n + 2, 2P)
-    np.testing.assert_allclose(out["forward"][0], top[: n + 1, :p], atol=1e-5)
-    np.testing.assert_allclose(out["backward"][0], top[1:, p:][::-1], atol=1e-5)
+    assert_reordered(out["forward"][0], top[: n + 1, :p])
+    assert_reordered(out["backward"][0], top[1:, p:][::-1])
 
 
+@pytest.mark.numerics
 def test_carried_state_equals_one_long_window():
     model = BidirectionalLanguageModel(TINY_CONFIG, vocab_size=12)
     batch = _window(steps=8)
@@ -300,9 +304,9 @@ def test_carried_state_equals_one_long_window():
     second = model({k: v[:, 3:] for k, v in batch.items()}, initial_state=first["state"])
     for key in ("forward", "backward"):
         joined = np.concatenate([first[key], second[key]], axis=1)
-        np.testing.assert_allclose(joined, whole[key], atol=1e-6)
+        assert_reordered(joined, whole[key])
     for a, b in zip(second["state"], whole["state"]):
-        np.testing.assert_allclose(a, b, atol=1e-6)
+        assert_reordered(a, b)
 
 
 # --------------------------------------------------------------------------- training
@@ -322,6 +326,7 @@ def test_loss_goes_down(corpus_file, tmp_path):
     )
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_resume_is_exact(corpus_file, tmp_path):
     opts = options(dropout=0.1, checkpoint_every=5)
@@ -343,7 +348,7 @@ def test_resume_is_exact(corpus_file, tmp_path):
         and "lstm_cell/.ATTRIBUTES/VARIABLE_VALUE" in a
     )
     for name in a:
-        np.testing.assert_allclose(a[name], b[name], atol=1e-6, err_msg=name)
+        assert_same(a[name], b[name], err_msg=name)
     # the run did move the weights
     c = checkpoint_values(tmp_path / "b" / "ckpt-5")
     assert not np.allclose(
@@ -382,6 +387,7 @@ def test_cli_train_resume_logs_and_refusals(corpus_file, tmp_path, capsys):
     assert "resumed from step 3" in err and "step 4, loss" in err
 
 
+@pytest.mark.numerics
 def test_dump_weights_loads_with_load_pretrained(corpus_file, tmp_path, capsys):
     ckpt, out = tmp_path / "ckpt", tmp_path / "out"
     argv = ["train", corpus_file, "--checkpoint-dir", ckpt, *ARCH, *FAST, "--max-steps", "2"]
@@ -398,7 +404,7 @@ def test_dump_weights_loads_with_load_pretrained(corpus_file, tmp_path, capsys):
     sentences = [["the", "cat", "sat"], ["unseen", "words", "here", "too"]]
     want, got = trained.elmo.embed(sentences), loaded.embed(sentences)
     for key in ("word_emb", "lstm_outputs1", "lstm_outputs2"):
-        np.testing.assert_allclose(got[key], want[key], atol=1e-6)
+        assert_same(got[key], want[key])
     # evaluate reads the dump (softmax.hdf5 included) and the checkpoint alike
     held_out = make_corpus(tmp_path / "held.txt", n=10, seed=5, words=WORDS + ["zebra"])
     status, from_dump, err = run_cli(["evaluate", out, held_out], capsys)
@@ -451,6 +457,7 @@ def test_init_from_official_weights(tmp_path, capsys):
 # --------------------------------------------------------------------------- distribution
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(corpus_file, tmp_path):
     """Two logical CPU replicas (configured before TF starts: a subprocess) give the weights
@@ -472,7 +479,7 @@ def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(corpus_file, tm
     two = checkpoint_values(tmp_path / "two" / "ckpt-4")
     assert set(one) == set(two)
     for name in one:
-        np.testing.assert_allclose(two[name], one[name], atol=1e-5, err_msg=name)
+        assert_reordered(two[name], one[name], err_msg=name)
 
 
 @pytest.mark.slow
