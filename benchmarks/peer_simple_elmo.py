@@ -44,6 +44,7 @@ of the child (KiB on Linux), reported in MiB, at three points.
 
 Progress goes to stderr; the JSON summary goes to --json (and stdout).
 """
+
 import argparse
 import json
 import os
@@ -117,11 +118,13 @@ def run_child(args):
 
     t_import = time.perf_counter()
     import logging
+
     import numpy as np
-    import tensorflow as tf
     import simple_elmo
+    import tensorflow as tf
     from simple_elmo import ElmoModel
     from simple_elmo.elmo import weight_layers
+
     import_s = time.perf_counter() - t_import
     rss_after_import = rss_now_mib()
 
@@ -148,15 +151,18 @@ def run_child(args):
             sess = tf.compat.v1.Session(config=cfg)
             # Same as get_elmo_vectors(..., session=None) does before its loop:
             model.elmo_sentence_input = weight_layers(
-                "input", model.sentence_embeddings_op, use_layers="all")
+                "input", model.sentence_embeddings_op, use_layers="all"
+            )
             sess.run(tf.compat.v1.global_variables_initializer())
         load_s = time.perf_counter() - t0
     # (the symlinks may go: h5py has already read the weights into the graph)
 
     rss_after_load = rss_now_mib()
     peak_after_load = peak_rss_mib()
-    log(f"B={B}: loaded in {load_s:.2f}s, RSS {rss_after_load:.0f} MiB "
-        f"(peak {peak_after_load:.0f} MiB)")
+    log(
+        f"B={B}: loaded in {load_s:.2f}s, RSS {rss_after_load:.0f} MiB "
+        f"(peak {peak_after_load:.0f} MiB)"
+    )
 
     # Progress per chunk: wrap the batcher (negligible cost, one call per chunk).
     state = {"chunks": 0, "phase": "", "total": 0}
@@ -208,7 +214,7 @@ def run_child(args):
     # padded positions actually computed (each chunk padded to its longest + <S></S>)
     padded = 0
     for i in range(0, len(sents), B):
-        chunk = sents[i:i + B]
+        chunk = sents[i : i + B]
         padded += len(chunk) * (max(len(s) for s in chunk) + 2)
 
     best = min(times)
@@ -240,7 +246,8 @@ def run_child(args):
         "output_dtype": str(out.dtype),
         "output_sane": ok,
         "versions": {
-            "simple_elmo": getattr(simple_elmo, "__version__", None) or _dist_version("simple-elmo"),
+            "simple_elmo": getattr(simple_elmo, "__version__", None)
+            or _dist_version("simple-elmo"),
             "tensorflow": tf.__version__,
             "tf_keras": _dist_version("tf-keras"),
             "numpy": np.__version__,
@@ -255,6 +262,7 @@ def run_child(args):
 def _dist_version(name):
     try:
         from importlib.metadata import version
+
         return version(name)
     except Exception:
         return None
@@ -262,22 +270,33 @@ def _dist_version(name):
 
 # --------------------------------------------------------------------------- parent
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--options", required=True, help="options.json (bilm-tf format)")
     ap.add_argument("--weights", required=True, help="weights .hdf5 (bilm-tf layout)")
-    ap.add_argument("--sentences", required=True,
-                    help="one whitespace-tokenised sentence per line")
-    ap.add_argument("--batch-size", action="append", default=None,
-                    help="batch size; repeatable and/or comma list (default 64)")
-    ap.add_argument("--warmup-sentences", type=int, default=64,
-                    help="sentences (from the top of the file) for the untimed warm-up")
+    ap.add_argument("--sentences", required=True, help="one whitespace-tokenised sentence per line")
+    ap.add_argument(
+        "--batch-size",
+        action="append",
+        default=None,
+        help="batch size; repeatable and/or comma list (default 64)",
+    )
+    ap.add_argument(
+        "--warmup-sentences",
+        type=int,
+        default=64,
+        help="sentences (from the top of the file) for the untimed warm-up",
+    )
     ap.add_argument("--max-sentences", type=int, default=0, help="use only the first N")
     ap.add_argument("--repeats", type=int, default=1, help="timed runs per batch size")
     ap.add_argument("--mode", choices=["session", "fresh"], default="session")
-    ap.add_argument("--sort-by-length", action="store_true",
-                    help="sort sentences by length before calling get_elmo_vectors "
-                         "(a user-side trick that cuts padding; default: file order)")
+    ap.add_argument(
+        "--sort-by-length",
+        action="store_true",
+        help="sort sentences by length before calling get_elmo_vectors "
+        "(a user-side trick that cuts padding; default: file order)",
+    )
     ap.add_argument("--intra-op-threads", type=int, default=0, help="0 = TF default")
     ap.add_argument("--inter-op-threads", type=int, default=0, help="0 = TF default")
     ap.add_argument("--progress-every", type=int, default=1, help="log every N chunks (0 = off)")
@@ -285,7 +304,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=0, help="per batch size, seconds (0 = none)")
     ap.add_argument("--verbose", action="store_true", help="keep simple-elmo's INFO logging")
     ap.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--_batch-size-child", dest="batch_size_child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--_batch-size-child", dest="batch_size_child", type=int, help=argparse.SUPPRESS
+    )
     ap.add_argument("--_result", dest="result_file", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
@@ -324,8 +345,16 @@ def main():
     for B in batch_sizes:
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf_:
             result_file = tf_.name
-        cmd = [sys.executable, os.path.abspath(__file__), *child_args, "--_child",
-               "--_batch-size-child", str(B), "--_result", result_file]
+        cmd = [
+            sys.executable,
+            os.path.abspath(__file__),
+            *child_args,
+            "--_child",
+            "--_batch-size-child",
+            str(B),
+            "--_result",
+            result_file,
+        ]
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, env=env, timeout=args.timeout or None)
@@ -353,9 +382,12 @@ def main():
         "sorted_by_length": bool(args.sort_by_length),
         "repeats": args.repeats,
         "warmup_sentences": args.warmup_sentences,
-        "host": {"python": platform.python_version(), "machine": platform.machine(),
-                 "cpu_count": os.cpu_count(),
-                 "loadavg_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None},
+        "host": {
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "loadavg_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        },
         "results": results,
     }
     text = json.dumps(summary, indent=2)
@@ -368,10 +400,13 @@ def main():
         if "error" in r:
             print(f"B={r['batch_size']:>4}  ERROR {r['error']}", file=sys.stderr)
         else:
-            print(f"B={r['batch_size']:>4}  {r['tokens_per_s']:>9.1f} tok/s  "
-                  f"{r['sentences_per_s']:>8.2f} sent/s  wall {r['wall_s']:.3f}s  "
-                  f"RSS after load {r['rss_after_load_mib']:.0f} MiB  "
-                  f"peak {r['peak_rss_mib']:.0f} MiB", file=sys.stderr)
+            print(
+                f"B={r['batch_size']:>4}  {r['tokens_per_s']:>9.1f} tok/s  "
+                f"{r['sentences_per_s']:>8.2f} sent/s  wall {r['wall_s']:.3f}s  "
+                f"RSS after load {r['rss_after_load_mib']:.0f} MiB  "
+                f"peak {r['peak_rss_mib']:.0f} MiB",
+                file=sys.stderr,
+            )
     if any("error" in r for r in results):
         sys.exit(1)
 
