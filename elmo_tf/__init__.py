@@ -6,39 +6,45 @@
 >>> out["elmo"].shape
 (2, 4, 1024)
 
-Names are imported on first use, so ``import elmo_tf`` (and the ``elmo-tf`` command's start-up)
-does not pay for importing TensorFlow until a model is needed.
+``import elmo_tf`` imports every public name, so its Keras classes (the layers, ``ELMo`` and
+``ElmoLayer``) are registered and a ``.keras`` file holding them loads after this import alone.
+TensorFlow's harmless native start-up lines (oneDNN notice, missing CUDA drivers on a CPU
+machine) are dropped while it is imported; ``TF_CPP_MIN_LOG_LEVEL=0`` shows them.
 """
-
-import importlib
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "batch_to_ids": "elmo_tf.characters",
-    "ElmoConfig": "elmo_tf.config",
-    "OptionsError": "elmo_tf.config",
-    "ELMo": "elmo_tf.models",
-    "LSTMState": "elmo_tf.models",
-    "preset": "elmo_tf.presets",
-    "WeightFileError": "elmo_tf.weight_file",
-    "load_pretrained": "elmo_tf.weight_file",
-    "load_weights": "elmo_tf.weight_file",
-    "save_weights": "elmo_tf.weight_file",
-    "ElmoLayer": "elmo_tf.elmo_layer",
-}
+import contextlib as _contextlib
+import sys as _sys
 
-__all__ = sorted(_EXPORTS)
+from elmo_tf import native_logs as _native_logs
 
+if "tensorflow" not in _sys.modules:
+    with _native_logs.filtered_stderr() if _native_logs.wanted() else _contextlib.nullcontext():
+        import tensorflow as _tensorflow  # noqa: F401
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'elmo_tf' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+from elmo_tf.characters import batch_to_ids  # noqa: E402
+from elmo_tf.config import ElmoConfig, OptionsError  # noqa: E402
+from elmo_tf.elmo_layer import ElmoLayer  # noqa: E402
+from elmo_tf.models import ELMo, LSTMState  # noqa: E402
+from elmo_tf.presets import preset  # noqa: E402
+from elmo_tf.weight_file import (  # noqa: E402
+    WeightFileError,
+    load_pretrained,
+    load_weights,
+    save_weights,
+)
 
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__all__ = [
+    "ELMo",
+    "ElmoConfig",
+    "ElmoLayer",
+    "LSTMState",
+    "OptionsError",
+    "WeightFileError",
+    "batch_to_ids",
+    "load_pretrained",
+    "load_weights",
+    "preset",
+    "save_weights",
+]

@@ -1,8 +1,6 @@
 """``python -m elmo_tf``: the ``elmo-tf`` command line."""
 
-import sys
-
-from elmo_tf.cli.main import main
+from elmo_tf.cli.main import console_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -7,19 +7,20 @@ adding its module and its name to ``COMMANDS``.
 Exit status: 0 on success, 1 for an error the user can fix (reported as one line
 ``elmo-tf <command>: error: ...`` on stderr, never a traceback), 2 for a usage error,
 130 when interrupted.
+
+TensorFlow's native start-up logs are hidden unless ``--verbose`` is given or
+``TF_CPP_MIN_LOG_LEVEL=0`` is set (``elmo_tf.cli.native_logs``).
 """
 
+import argparse
+import contextlib
+import importlib
 import os
+import re
+import sys
 
-# Must precede the first TensorFlow import to silence its start-up logs (``elmo_tf`` imports
-# TensorFlow lazily, on first use of a model).
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import argparse  # noqa: E402
-import importlib  # noqa: E402
-import sys  # noqa: E402
-
-from elmo_tf.cli.common import CommandError  # noqa: E402
+from elmo_tf import native_logs
+from elmo_tf.cli.common import CommandError
 
 PROG = "elmo-tf"
 COMMANDS = (
@@ -46,11 +47,57 @@ def build_parser():
     for name in COMMANDS:
         module = importlib.import_module(f"elmo_tf.cli.{name}")
         module.add_parser(subparsers).set_defaults(run=module.run)
+    for command in _all_parsers(parser):
+        command.formatter_class = PlainTextHelpFormatter
+        if command is not parser and not command._subparsers:
+            command.add_argument(
+                "--verbose",
+                action="store_true",
+                help="also show TensorFlow's native log messages (or set TF_CPP_MIN_LOG_LEVEL=0)",
+            )
     return parser
 
 
-def main(argv=None):
-    """Runs ``elmo-tf`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+def _all_parsers(parser):
+    """``parser`` and every subcommand parser below it."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # aliases map to one parser
+                yield from _all_parsers(sub)
+
+
+# reStructuredText roles and literals, as the modules' docstrings write them.
+_RST_ROLE = re.compile(r":\w+:`([^`]*)`")
+_RST_LITERAL = re.compile(r"``([^`]*)``")
+
+
+def plain_text(text):
+    """``text`` without reStructuredText markup: ``x`` and :mod:`x` become x."""
+    return _RST_LITERAL.sub(r"\1", _RST_ROLE.sub(r"\1", text))
+
+
+class PlainTextHelpFormatter(argparse.HelpFormatter):
+    """Help without the docstrings' reStructuredText markup (help is read in a terminal)."""
+
+    def _format_text(self, text):
+        return super()._format_text(plain_text(text))
+
+    def _expand_help(self, action):
+        return plain_text(super()._expand_help(action))
+
+
+def console_main():
+    """The ``elmo-tf`` console script: ``main`` with TensorFlow's native noise filtered."""
+    sys.exit(main(filter_native_logs=True))
+
+
+def main(argv=None, filter_native_logs=False):
+    """Runs ``elmo-tf`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status.
+
+    ``filter_native_logs`` hides TensorFlow's harmless native log lines on file descriptor 2
+    (the console script sets it; an embedding program keeps its stderr as it is).
+    """
     from elmo_tf.config import OptionsError
     from elmo_tf.weight_file import WeightFileError
 
@@ -65,8 +112,13 @@ def main(argv=None):
         print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
         return status
 
+    verbose = getattr(args, "verbose", False)
+    quiet = filter_native_logs and native_logs.wanted(verbose)
+    if not verbose:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow's first import
     try:
-        return args.run(args)
+        with native_logs.filtered_stderr() if quiet else contextlib.nullcontext():
+            return args.run(args)
     except (CommandError, OptionsError, WeightFileError) as e:
         return fail(e)
     except OSError as e:  # disk full, permission denied, ...: the user's to fix, not a bug
@@ -77,4 +129,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -1,0 +1,89 @@
+"""Keeps TensorFlow's C++ start-up chatter off the command line's stderr.
+
+TensorFlow's native libraries write through absl logging before anything initialises it, so
+``TF_CPP_MIN_LOG_LEVEL`` does not silence them: every CPU-only run prints the oneDNN notice,
+"Could not find cuda drivers", the CPU-feature advice and an ``E ... failed call to cuInit``
+error that is no error on a machine without a GPU. Those lines come from C++ and go straight to
+file descriptor 2, so the only place to drop them is there: ``filtered_stderr`` points fd 2 at
+a pipe and a thread copies every line to the real stderr except the known, harmless ones.
+Everything else (the command's own messages, Python warnings, any other native warning or
+error) passes unchanged and in order.
+
+``--verbose`` or ``TF_CPP_MIN_LOG_LEVEL=0`` turns the filter off.
+"""
+
+import contextlib
+import os
+import re
+import sys
+import threading
+
+# An absl/glog line: severity letter, MMDD, time, thread id, source file:line].
+_NATIVE_PREFIX = re.compile(rb"^([IWEF])\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ ([\w./+-]+):\d+\] ")
+# Native sources whose warnings and errors are noise on a machine without a GPU.
+_HARMLESS_SOURCES = (
+    b"cuda_platform.cc",
+    b"cuda_executor.cc",
+    b"cudart_stub.cc",
+    b"cuda_dnn.cc",
+    b"cuda_fft.cc",
+    b"cuda_blas.cc",
+    b"cuda_diagnostics.cc",
+    b"cpu_feature_guard.cc",
+    b"port.cc",
+)
+# Native messages that look alarming but only say which kernel runs.
+_HARMLESS_MESSAGES = (b"oneDNN supports DT_BOOL only on platforms with AVX-512",)
+_HARMLESS_LINES = (
+    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+    b"To enable the following instructions:",  # cpu_feature_guard's second line
+)
+
+
+def is_noise(line):
+    """Whether one line (bytes, without its newline) is harmless native log output."""
+    if line.startswith(_HARMLESS_LINES):
+        return True
+    match = _NATIVE_PREFIX.match(line)
+    if match is None:
+        return False
+    severity, source = match.group(1), os.path.basename(match.group(2))
+    if severity == b"F":  # a fatal error always shows
+        return False
+    message = line[match.end() :]
+    # Info lines never concern a user; warnings and errors only from the known sources.
+    return severity == b"I" or source in _HARMLESS_SOURCES or message.startswith(_HARMLESS_MESSAGES)
+
+
+def wanted(verbose=False):
+    """Whether to filter: not with ``--verbose`` or ``TF_CPP_MIN_LOG_LEVEL=0``."""
+    return not verbose and os.environ.get("TF_CPP_MIN_LOG_LEVEL") != "0"
+
+
+@contextlib.contextmanager
+def filtered_stderr():
+    """Drops ``is_noise`` lines written to file descriptor 2 while the block runs."""
+    sys.stderr.flush()
+    real = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def copy():
+        with os.fdopen(read_end, "rb") as pipe:
+            for line in pipe:
+                if not is_noise(line.rstrip(b"\r\n")):
+                    os.write(real, line)
+
+    thread = threading.Thread(target=copy, name="stderr-filter", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(real, 2)  # closes the pipe's last write end in this process: the copier ends
+        # A child process that outlives the command still holds the pipe: don't wait for it,
+        # and leave the copier its descriptor.
+        thread.join(timeout=2.0)
+        if not thread.is_alive():
+            os.close(real)

@@ -1,0 +1,103 @@
+"""The ``elmo-tf`` command as a user meets it: plain help, quiet start-up, one-line errors."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import TINY
+
+from elmo_tf import native_logs
+from elmo_tf.cli.main import _all_parsers, build_parser
+
+NATIVE_NOISE = [
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+    "I0000 00:00:1795431059.823246    2784 port.cc:153] oneDNN custom operations are on.",
+    "I0000 00:00:1795431059.823593    2784 cudart_stub.cc:31] Could not find cuda drivers on "
+    "your machine, GPU will not be used.",
+    "I0000 00:00:1795431059.871603    2784 cpu_feature_guard.cc:227] This TensorFlow binary is "
+    "optimized to use available CPU instructions in performance-critical operations.",
+    "To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow "
+    "with the appropriate compiler flags.",
+    "E0000 00:00:1795431063.740748    2827 cuda_platform.cc:52] failed call to cuInit: INTERNAL: "
+    "CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
+    "E0000 00:00:1795431501.418101    6295 util.cc:131] oneDNN supports DT_BOOL only on platforms "
+    "with AVX-512. Falling back to the default Eigen-based implementation if present.",
+]
+KEPT = [
+    "elmo-tf embed: error: nope.txt: input file not found",
+    "W0000 00:00:1795431501.418101    6295 op_kernel.cc:1857] OP_REQUIRES failed: OOM",
+    "E0000 00:00:1795431501.418101    6295 dso_loader.cc:70] Could not load libcudnn.so.9",
+    "F0000 00:00:1795431501.418101    6295 cuda_platform.cc:9] Check failed: fatal",
+    "4/4 sentences [==============================] 45 tokens/s, 0.6s",
+]
+
+
+def test_help_is_plain_text():
+    for parser in _all_parsers(build_parser()):
+        text = parser.format_help()
+        assert "``" not in text and ":mod:" not in text, parser.prog
+    assert (
+        "--verbose" in build_parser()._subparsers._group_actions[0].choices["embed"].format_help()
+    )
+
+
+@pytest.mark.parametrize("line", NATIVE_NOISE)
+def test_native_noise_is_recognised(line):
+    assert native_logs.is_noise(line.encode())
+
+
+@pytest.mark.parametrize("line", KEPT)
+def test_messages_that_matter_are_kept(line):
+    assert not native_logs.is_noise(line.encode())
+
+
+def test_filter_drops_noise_written_to_file_descriptor_2():
+    """What C++ writes to fd 2 passes through the filter line by line, in order."""
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        from elmo_tf import native_logs
+        lines = {NATIVE_NOISE + KEPT!r}
+        with native_logs.filtered_stderr():
+            for line in lines:
+                os.write(2, (line + "\\n").encode())  # as native code writes
+            print("python's own stderr", file=sys.stderr)
+        print("after", file=sys.stderr)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == KEPT + ["python's own stderr", "after"]
+
+
+def _cli(*argv, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-m", "elmo_tf", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_cli_prints_only_its_own_messages(tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("The cat sat .\n\nHello !\n", encoding="utf-8")
+    files = ["--options", str(TINY / "options.json"), "--weights", str(TINY / "weights.hdf5")]
+    done = _cli("embed", str(source), str(tmp_path / "out.hdf5"), *files)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("3/3 sentences ["), lines
+    # a user error is one line of ours, nothing else
+    done = _cli("embed", str(tmp_path / "nope.txt"), str(tmp_path / "o.hdf5"), *files)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"elmo-tf embed: error: {tmp_path / 'nope.txt'}: input file not found"
+    ]
