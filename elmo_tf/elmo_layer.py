@@ -3,6 +3,7 @@
 import json
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from elmo_tf.models.elmo import ELMo
@@ -36,7 +37,11 @@ class ElmoLayer(keras.layers.Layer):
         elmo_config: the model description (set by ``get_config``; leave unset).
 
     Call arguments:
-        inputs: string tensor ``(B,)`` or ``(B, 1)``, one whitespace-tokenised sentence each.
+        inputs: ``(B,)`` or ``(B, 1)`` sentences, one whitespace-tokenised sentence each: a
+            string tensor, a list of ``str``, or a NumPy array of ``str``/``bytes``/``object``.
+            (In ``fit``/``predict``, Keras 3's own input handling rejects Python lists and
+            NumPy ``str`` arrays for every model; pass ``np.array(texts, dtype=object)``,
+            ``tf.constant(texts)`` or a ``tf.data.Dataset``.)
         training: enables dropout.
 
     Example:
@@ -109,6 +114,14 @@ class ElmoLayer(keras.layers.Layer):
 
     def build(self, input_shape):
         self.built = True
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Keras passes only tensors positionally: make Python and NumPy strings one.
+        if isinstance(inputs, (list, tuple)) or (
+            isinstance(inputs, np.ndarray) and inputs.dtype.kind in "USO"
+        ):
+            inputs = tf.constant(np.asarray(inputs, dtype=object), dtype=tf.string)
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, training=None):
         sentences = tf.reshape(inputs, [-1])

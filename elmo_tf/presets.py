@@ -1,5 +1,14 @@
-"""Architectures of the published ELMo models (their options.json, as ElmoConfig)."""
+"""Named models: the bundled trained ones and the published architectures.
 
+``ELMo.from_preset(name_or_dir)`` resolves its argument here: the name of a model bundled
+with the package (``"sotu"``, also ``"default"``), the name of a published architecture
+(``"small"``, ``"medium"``, ``"original"`` alias ``"full"``: configuration only, since their
+weights are not bundled), or a directory holding ``options.json`` and ``weights.hdf5``.
+"""
+
+import os
+
+from elmo_tf import pretrained
 from elmo_tf.config import ElmoConfig
 
 _OFFICIAL_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
@@ -29,6 +38,33 @@ PRESETS = {
     "original": _published(projection_dim=512, lstm_dim=4096, n_highway=2),
 }
 PRESETS["full"] = PRESETS["original"]
+
+
+class PresetError(ValueError):
+    """A preset name or directory that names no usable model."""
+
+
+def preset_files(name_or_dir):
+    """``(options_file, weight_file)`` of a bundled model or a model directory, else ``None``
+    for a published architecture; raises ``PresetError`` for anything else."""
+    name = os.fspath(name_or_dir)
+    if name in pretrained.BUNDLED_MODELS:
+        return pretrained.model_files(pretrained.BUNDLED_MODELS[name])
+    if name in PRESETS:
+        return None
+    if os.path.isdir(name):
+        files = tuple(
+            os.path.join(name, f) for f in (pretrained.OPTIONS_FILE, pretrained.WEIGHTS_FILE)
+        )
+        missing = [f for f in files if not os.path.isfile(f)]
+        if missing:
+            raise PresetError(f"{name}: a model directory needs {', '.join(missing)}")
+        return files
+    raise PresetError(
+        f"{name!r} is neither a bundled model ({', '.join(sorted(pretrained.BUNDLED_MODELS))}), "
+        f"a published architecture ({', '.join(sorted(PRESETS))}) nor a directory with "
+        f"{pretrained.OPTIONS_FILE} and {pretrained.WEIGHTS_FILE}"
+    )
 
 
 def preset(name):

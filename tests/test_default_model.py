@@ -6,6 +6,7 @@ import pathlib
 
 import h5py
 import numpy as np
+import pytest
 
 import elmo_tf
 from elmo_tf.cli.main import main
@@ -52,3 +53,29 @@ def test_embed_and_export_use_the_default_model(tmp_path, capsys):
             np.testing.assert_array_equal(got[str(i)][...], want[str(i)][...])
     no_files = argparse.Namespace(options=None, weights=None)
     assert export_model_files(no_files) == (options, weights)
+
+
+def test_from_preset_loads_bundled_models_directories_and_architectures(tmp_path):
+    sotu = elmo_tf.ELMo.from_preset("sotu")
+    reference = elmo_tf.load_pretrained(*default_model_files())
+    for a, b in zip(sotu.get_weights(), reference.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert elmo_tf.ELMo.from_preset("default").config == sotu.config
+    # a directory with options.json + weights.hdf5, as dump-weights writes it
+    directory = tmp_path / "model"
+    directory.mkdir()
+    options, weights = default_model_files()
+    (directory / "options.json").write_bytes(pathlib.Path(options).read_bytes())
+    (directory / "weights.hdf5").write_bytes(pathlib.Path(weights).read_bytes())
+    from_dir = elmo_tf.ELMo.from_preset(directory)
+    np.testing.assert_array_equal(from_dir.get_weights()[0], sotu.get_weights()[0])
+    # a published architecture: configuration only, its weights are not bundled
+    small = elmo_tf.ELMo.from_preset("small", load_weights=False)
+    assert (small.config.projection_dim, small.config.lstm_dim) == (128, 1024)
+    with pytest.raises(ValueError, match="weights of the published 'small' model are not"):
+        elmo_tf.ELMo.from_preset("small")
+    with pytest.raises(ValueError, match="needs .*weights.hdf5"):
+        (directory / "weights.hdf5").unlink()
+        elmo_tf.ELMo.from_preset(directory)
+    with pytest.raises(ValueError, match="'nope' is neither a bundled model"):
+        elmo_tf.ELMo.from_preset("nope")

@@ -272,3 +272,30 @@ print("LOSS", loss_before, model.evaluate(texts, labels, verbose=0))
     assert float(lines["CHANGE"]) > 1e-3
     first, last = map(float, lines["LOSS"].split())
     assert last < first
+
+
+def test_elmo_layer_takes_the_string_inputs_keras_users_pass(exported):
+    _, path = exported
+    layer = elmo_tf.ElmoLayer(path, output_key="elmo")
+    texts = ["the cat sat", "a dog ran far away", ""]
+    expected = layer(tf.constant(texts)).numpy()
+    assert expected.shape == (3, 4, 32)
+    for form in (
+        texts,
+        np.array(texts),  # <U18
+        np.array(texts, dtype=object),
+        np.array([t.encode() for t in texts]),  # |S18
+        [[t] for t in texts],  # (B, 1)
+    ):
+        assert_same(layer(form), expected)
+
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, keras.layers.Dense(2)(elmo_tf.ElmoLayer(path)(inputs)))
+    model.compile(optimizer="adam", loss="mse")
+    labels = np.zeros([3, 2], "float32")
+    for x in (np.array(texts, dtype=object), tf.constant(texts)):
+        history = model.fit(x, labels, batch_size=2, epochs=1, verbose=0)
+        assert np.isfinite(history.history["loss"][0])
+        assert model.predict(x, verbose=0).shape == (3, 2)
+    dataset = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(2)
+    assert np.isfinite(model.fit(dataset, epochs=1, verbose=0).history["loss"][0])

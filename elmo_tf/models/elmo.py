@@ -111,6 +111,38 @@ class ELMo(keras.Model):
         self._embedder = None
         self.build()
 
+    @classmethod
+    def from_preset(cls, name_or_dir, load_weights=True, **kwargs):
+        """An ``ELMo`` from a bundled model, a published architecture or a model directory.
+
+        Args:
+            name_or_dir: ``"sotu"`` (alias ``"default"``: the bundled default model), a
+                published architecture (``"small"``, ``"medium"``, ``"original"``/``"full"``;
+                their weights are not bundled, so these need ``load_weights=False`` and give
+                random weights), or a directory with ``options.json`` and ``weights.hdf5``
+                (``elmo-tf dump-weights`` writes one).
+            load_weights: load the trained weights (default); ``False`` gives the
+                architecture with random weights.
+            **kwargs: passed to ``ELMo`` (``num_output_representations``, ``dropout``...).
+
+        >>> model = elmo_tf.ELMo.from_preset("sotu")
+        """
+        from elmo_tf import presets
+        from elmo_tf.weight_file import load_pretrained
+
+        files = presets.preset_files(name_or_dir)
+        if files is None:
+            if load_weights:
+                raise presets.PresetError(
+                    f"the weights of the published {name_or_dir!r} model are not bundled: pass "
+                    "its directory (options.json + weights.hdf5), use "
+                    "elmo_tf.load_pretrained(options, weights), or load_weights=False"
+                )
+            return cls(presets.preset(name_or_dir), **kwargs)
+        if load_weights:
+            return load_pretrained(*files, **kwargs)
+        return cls(ElmoConfig.from_file(files[0]), **kwargs)
+
     def build(self, input_shape=None):
         if self.built:
             return

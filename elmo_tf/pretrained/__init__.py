@@ -7,14 +7,15 @@ no ``--options``/``--weights`` are given.
 perplexity, limitations).
 
 >>> import elmo_tf
->>> from elmo_tf.pretrained import default_model_files
->>> model = elmo_tf.load_pretrained(*default_model_files())
+>>> model = elmo_tf.ELMo.from_preset("sotu")
 """
 
 import importlib.resources
 import os
 
 DEFAULT_MODEL = "sotu"
+# preset name -> directory under elmo_tf/pretrained/
+BUNDLED_MODELS = {"sotu": "sotu", "default": DEFAULT_MODEL}
 OPTIONS_FILE = "options.json"
 WEIGHTS_FILE = "weights.hdf5"
 
@@ -27,17 +28,22 @@ def model_directory(name=DEFAULT_MODEL):
 
 
 def default_model_files():
-    """``(options_file, weight_file)`` of the bundled default model, as paths.
+    """``(options_file, weight_file)`` of the bundled default model, as paths."""
+    return model_files(DEFAULT_MODEL)
+
+
+def model_files(name):
+    """``(options_file, weight_file)`` of the bundled model ``name``, as paths.
 
     Raises ``FileNotFoundError`` naming the missing file when the package was installed
     without the model's files.
     """
-    directory = model_directory()
+    directory = model_directory(name)
     files = tuple(os.path.join(directory, f) for f in (OPTIONS_FILE, WEIGHTS_FILE))
     for path in files:
         if not os.path.isfile(path):
             raise FileNotFoundError(
-                f"{path}: the bundled default model is missing (elmo-tf was installed "
-                f"without its package data elmo_tf/pretrained/{DEFAULT_MODEL}/)"
+                f"{path}: the bundled model is missing (elmo-tf was installed "
+                f"without its package data elmo_tf/pretrained/{name}/)"
             )
     return files
