@@ -81,6 +81,17 @@ def parse_args(argv=None):
         parser.error("--sentences-per-request must be at least 1")
     if args.compare_batching and not args.model_base_path:
         parser.error("--compare-batching needs --model-base-path (it starts the server twice)")
+    # Missing inputs are named in one line, with the command that makes them.
+    if args.sentences and not os.path.isfile(args.sentences):
+        sys.exit(
+            f"loadtest.py: error: --sentences {args.sentences}: no such file (make one with "
+            f"`python benchmarks/make_corpus.py --n 1000 --out {args.sentences}`)"
+        )
+    if args.model_base_path and not os.path.isdir(args.model_base_path):
+        sys.exit(
+            f"loadtest.py: error: --model-base-path {args.model_base_path}: no such directory "
+            f"(export a model there with `elmo-tf export saved-model {args.model_base_path}`)"
+        )
     return args
 
 

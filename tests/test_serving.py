@@ -648,3 +648,22 @@ def test_serve_cli_user_errors(tmp_path, capsys):
     argv = ["serve", "--model-base-path", str(tmp_path), "--port", "0", "--max-batch-size", "0"]
     assert main(argv) == 1
     assert "max-batch-size must be an integer >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flags, fragment",
+    [
+        (["--model-base-path", "{tmp}", "--sentences", "{tmp}/sotu_1000.txt"], "--sentences"),
+        (["--model-base-path", "{tmp}/models/elmo"], "--model-base-path"),
+    ],
+)
+def test_loadtest_names_a_missing_input_in_one_line(tmp_path, flags, fragment):
+    script = os.path.join(os.path.dirname(__file__), "..", "serving", "loadtest.py")
+    argv = [f.format(tmp=tmp_path) for f in flags]
+    done = subprocess.run(
+        [sys.executable, script, *argv], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"loadtest.py: error: {fragment} {tmp_path}"), line
+    assert "make_corpus.py" in line or "elmo-tf export saved-model" in line, line
