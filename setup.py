@@ -18,7 +18,7 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
-    packages=find_packages(include=["elmo_tf", "elmo_tf.*", "export", "serving"]),
+    packages=find_packages(include=["elmo_tf", "elmo_tf.*"]),
     include_package_data=True,
     package_data={"elmo_tf": ["pretrained/*/*"]},
     install_requires=[

@@ -5,12 +5,9 @@ import json
 import os
 
 from elmo_tf import characters
+from elmo_tf.errors import OptionsError
 
 ACTIVATIONS = ("relu", "tanh")
-
-
-class OptionsError(ValueError):
-    """An options.json is unreadable, incomplete or inconsistent."""
 
 
 class _InvalidValue(OptionsError):

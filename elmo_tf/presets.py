@@ -10,6 +10,7 @@ import os
 
 from elmo_tf import pretrained
 from elmo_tf.config import ElmoConfig
+from elmo_tf.errors import PresetError
 
 _OFFICIAL_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 
@@ -38,10 +39,6 @@ PRESETS = {
     "original": _published(projection_dim=512, lstm_dim=4096, n_highway=2),
 }
 PRESETS["full"] = PRESETS["original"]
-
-
-class PresetError(ValueError):
-    """A preset name or directory that names no usable model."""
 
 
 def preset_files(name_or_dir):

@@ -30,10 +30,7 @@ import h5py
 import numpy as np
 
 from elmo_tf.config import ElmoConfig
-
-
-class WeightFileError(ValueError):
-    """A weight file is missing, unreadable, or does not fit the model."""
+from elmo_tf.errors import WeightFileError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -183,7 +183,7 @@ def run_load(address, pid, sentences, args):
     import grpc
     import numpy as np
 
-    from serving.client import Client, make_request
+    from elmo_tf.serving.client import Client, make_request
 
     k = args.sentences_per_request
     chunks = [

@@ -1,6 +1,5 @@
 """The bundled default model (elmo_tf/pretrained/sotu): present, loadable, used by the CLI."""
 
-import argparse
 import os
 import pathlib
 
@@ -11,7 +10,6 @@ import pytest
 import elmo_tf
 from elmo_tf.cli.main import main
 from elmo_tf.pretrained import default_model_files, model_directory
-from export.saved_model import model_files as export_model_files
 
 REPO = pathlib.Path(__file__).parent.parent
 EXAMPLES = REPO / "examples" / "sentences.txt"
@@ -51,8 +49,6 @@ def test_embed_and_export_use_the_default_model(tmp_path, capsys):
         for i, line in enumerate(lines):
             assert got[str(i)].shape == (3, len(line.split()), TWO_P)
             np.testing.assert_array_equal(got[str(i)][...], want[str(i)][...])
-    no_files = argparse.Namespace(options=None, weights=None)
-    assert export_model_files(no_files) == (options, weights)
 
 
 def test_from_preset_loads_bundled_models_directories_and_architectures(tmp_path):

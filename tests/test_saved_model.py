@@ -21,7 +21,7 @@ L2 = 0.01
 @pytest.fixture(scope="module")
 def exported(tiny_files, tmp_path_factory):
     """The tiny model with non-trivial mix weights, exported through the CLI's code path."""
-    from export.saved_model import export_saved_model
+    from elmo_tf.export.saved_model import export_saved_model
 
     model = elmo_tf.load_pretrained(*tiny_files, dropout=0.5)
     model.scalar_mixes[0].scalar_weights.assign(MIX_WEIGHTS)
@@ -279,7 +279,7 @@ def test_elmo_layer_takes_the_string_inputs_keras_users_pass(exported):
     layer = elmo_tf.ElmoLayer(path, output_key="elmo")
     texts = ["the cat sat", "a dog ran far away", ""]
     expected = layer(tf.constant(texts)).numpy()
-    assert expected.shape == (3, 4, 32)
+    assert expected.shape == (3, 5, 32)
     for form in (
         texts,
         np.array(texts),  # <U18

@@ -35,12 +35,12 @@ from tensorflow_serving.apis import (
 import elmo_tf
 from elmo_tf.cli.main import main
 from elmo_tf.saved_model_module import OUTPUT_KEYS
-from serving.batching import Batcher, BatchingOptions, read_batching_parameters
-from serving.client import embed, make_request
-from serving.errors import ServingError
-from serving.model_manager import Servable
-from serving.server import ModelServer, ServerOptions
-from serving.signature import SignatureSpec
+from elmo_tf.serving.batching import Batcher, BatchingOptions, read_batching_parameters
+from elmo_tf.serving.client import embed, make_request
+from elmo_tf.serving.errors import ServingError
+from elmo_tf.serving.model_manager import Servable
+from elmo_tf.serving.server import ModelServer, ServerOptions
+from elmo_tf.serving.signature import SignatureSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVING = os.path.join(ROOT, "serving")
@@ -62,7 +62,7 @@ OK = 200
 @pytest.fixture(scope="module")
 def base_path(tiny_files, tmp_path_factory):
     """A model base path holding version 1 of the tiny model."""
-    from export.saved_model import export_saved_model
+    from elmo_tf.export.saved_model import export_saved_model
 
     base = tmp_path_factory.mktemp("models") / "elmo"
     export_saved_model(elmo_tf.load_pretrained(*tiny_files), str(base))
@@ -535,7 +535,7 @@ def test_concurrent_requests_batched_equal_unbatched(batched, stub, unbatched_st
 
 @pytest.mark.slow
 def test_new_version_is_served_without_restart(request, base_path, tiny_files, tmp_path):
-    from export.saved_model import export_saved_model
+    from elmo_tf.export.saved_model import export_saved_model
 
     base = tmp_path / "elmo"
     shutil.copytree(base_path / "1", base / "1")

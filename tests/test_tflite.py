@@ -8,8 +8,8 @@ from numerics import assert_reordered
 
 import elmo_tf
 from elmo_tf.cli.main import main
+from elmo_tf.export.tflite import export_tflite, non_builtin_ops, operator_names, run_tflite
 from elmo_tf.saved_model_module import OUTPUT_KEYS
-from export.tflite import export_tflite, non_builtin_ops, operator_names, run_tflite
 
 pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
 

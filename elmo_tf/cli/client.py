@@ -52,7 +52,7 @@ def read_sentences(source):
 def run(args):
     import grpc
 
-    from serving.client import embed
+    from elmo_tf.serving.client import embed
 
     sentences = read_sentences(args.input)
     if not sentences:

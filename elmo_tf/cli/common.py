@@ -3,9 +3,54 @@
 import sys
 import time
 
+from elmo_tf.errors import ElmoError
 
-class CommandError(Exception):
-    """A user error: ``main`` prints it as one line on stderr and exits with status 1."""
+
+class CommandError(ElmoError):
+    """A command-line usage error found after parsing (flags that contradict each other).
+
+    Only the CLI raises it; the library raises the other ``ElmoError`` classes, which
+    ``main`` reports the same way: one line on stderr, exit status 1.
+    """
+
+
+def add_model_arguments(parser):
+    """``--model``, or ``--options`` + ``--weights``: which model a command loads."""
+    parser.add_argument(
+        "--model",
+        metavar="NAME_OR_DIR",
+        help="a bundled model (sotu) or a directory with options.json and weights.hdf5 "
+        "(default: the bundled default model)",
+    )
+    parser.add_argument("--options", metavar="FILE", help="an official options.json")
+    parser.add_argument("--weights", metavar="FILE", help="its HDF5 weight file")
+
+
+def load_model(args, step=None, **kwargs):
+    """The ``ELMo`` that ``add_model_arguments``' flags name; ``kwargs`` go to ``ELMo``.
+
+    With ``step`` (a prefix such as ``"[1/2] "``), says on stderr what it loads.
+    """
+    from elmo_tf.models import ELMo
+    from elmo_tf.weight_file import load_pretrained
+
+    if args.options is None and args.weights is not None:
+        raise CommandError("--weights was given without --options; pass both")
+    if args.weights is None and args.options is not None:
+        raise CommandError("--options was given without --weights; pass both")
+    if args.options is not None and args.model is not None:
+        raise CommandError("pass --model or --options with --weights, not both")
+    if args.options is not None:
+        _announce(step, args.weights)
+        return load_pretrained(args.options, args.weights, **kwargs)
+    name = args.model or "default"
+    _announce(step, name)
+    return ELMo.from_preset(name, **kwargs)
+
+
+def _announce(step, what):
+    if step is not None:
+        print(f"{step}loading {what}", file=sys.stderr, flush=True)
 
 
 class Progress:

@@ -9,8 +9,6 @@ bilm-tf), ``vocab.txt`` and ``softmax.hdf5`` (``softmax/W`` ``(V, P)``, ``softma
 
 import sys
 
-from elmo_tf.cli.common import CommandError
-
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
@@ -28,13 +26,9 @@ def add_parser(subparsers):
 
 
 def run(args):
-    from elmo_tf.training.checkpoints import CheckpointError, dump_weights
-    from elmo_tf.training.vocabulary import VocabularyError
+    from elmo_tf.training.checkpoints import dump_weights
 
-    try:
-        outdir, step = dump_weights(args.checkpoint, args.outdir)
-    except (CheckpointError, VocabularyError) as e:
-        raise CommandError(str(e)) from None
+    outdir, step = dump_weights(args.checkpoint, args.outdir)
     print(
         f"{outdir}: options.json, weights.hdf5, vocab.txt, softmax.hdf5 (step {step})",
         file=sys.stderr,

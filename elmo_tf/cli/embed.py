@@ -28,22 +28,9 @@ import secrets
 
 import numpy as np
 
-from elmo_tf.cli.common import CommandError, Progress
+from elmo_tf.cli.common import CommandError, Progress, add_model_arguments, load_model
 
 FORMATS = ("all", "top", "average")
-
-
-def default_model_files():
-    """The ``(options_file, weight_file)`` to use when neither ``--options`` nor ``--weights``
-    is given: the bundled model (``elmo_tf.pretrained``). Raises ``CommandError`` when the
-    installation lacks its files.
-    """
-    from elmo_tf import pretrained
-
-    try:
-        return pretrained.default_model_files()
-    except FileNotFoundError as e:
-        raise CommandError(f"{e}; pass --options and --weights") from None
 
 
 def add_parser(subparsers):
@@ -58,12 +45,7 @@ def add_parser(subparsers):
     )
     parser.add_argument("input", metavar="INPUT", help="UTF-8 text file, one sentence per line")
     parser.add_argument("output", metavar="OUTPUT", help="HDF5 file to write (replaced if present)")
-    parser.add_argument(
-        "--options", metavar="FILE", help="the model's options.json (default: bundled model)"
-    )
-    parser.add_argument(
-        "--weights", metavar="FILE", help="the model's HDF5 weight file (default: bundled model)"
-    )
+    add_model_arguments(parser)
     layers = parser.add_mutually_exclusive_group()
     layers.add_argument(
         "--all",
@@ -99,24 +81,9 @@ def run(args):
         raise CommandError(f"--batch-size must be at least 1, got {args.batch_size}")
     sentences = read_sentences(args.input)
     check_output_path(args.output, args.input)
-    options_file, weight_file = model_files(args.options, args.weights)
-
-    import elmo_tf
-
-    model = elmo_tf.load_pretrained(options_file, weight_file)
+    model = load_model(args)
     write_embeddings(model, sentences, args.output, args.output_format, args.batch_size)
     return 0
-
-
-def model_files(options_file, weight_file):
-    """The ``(options_file, weight_file)`` to load, from the command-line values."""
-    if options_file is None and weight_file is None:
-        return default_model_files()
-    if options_file is None:
-        raise CommandError("--weights was given without --options; pass both")
-    if weight_file is None:
-        raise CommandError("--options was given without --weights; pass both")
-    return options_file, weight_file
 
 
 def read_sentences(path):

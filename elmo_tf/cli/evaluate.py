@@ -50,25 +50,20 @@ def add_parser(subparsers):
 
 
 def run(args):
-    from elmo_tf.training.checkpoints import CheckpointError
-    from elmo_tf.training.corpus import CorpusError, read_corpus
-    from elmo_tf.training.vocabulary import VocabularyError
+    from elmo_tf.training.corpus import read_corpus
 
     for name in ("batch_size", "unroll_steps"):
         if getattr(args, name) < 1:
             raise CommandError(f"--{name.replace('_', '-')} must be at least 1")
     if args.unigram_smoothing < 0:
         raise CommandError("--unigram-smoothing must be non-negative")
-    try:
-        corpus = read_corpus(args.files, what="held-out")
-        train_corpus = None
-        if args.unigram_baseline:
-            train_corpus = read_corpus(args.unigram_baseline, what="training")
-        from elmo_tf.training.evaluation import evaluate, load_for_evaluation
+    corpus = read_corpus(args.files, what="held-out")
+    train_corpus = None
+    if args.unigram_baseline:
+        train_corpus = read_corpus(args.unigram_baseline, what="training")
+    from elmo_tf.training.evaluation import evaluate, load_for_evaluation
 
-        model, vocabulary = load_for_evaluation(args.model)
-    except (CorpusError, CheckpointError, VocabularyError) as e:
-        raise CommandError(str(e)) from None
+    model, vocabulary = load_for_evaluation(args.model)
     baseline = None
     if train_corpus is not None:
         from elmo_tf.training.unigram import unigram_perplexity

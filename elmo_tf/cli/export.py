@@ -1,9 +1,18 @@
-"""``elmo-tf export {saved-model,tflite}``: the entry points live in the ``export`` package."""
+"""``elmo-tf export {saved-model,tflite}``: argument parsing for ``elmo_tf.export``.
 
-import importlib
+``saved-model`` writes a versioned TF SavedModel (TF Serving, ``hub.KerasLayer``,
+``elmo_tf.ElmoLayer``); its contract is stated in ``elmo_tf.saved_model_module``.
+``tflite`` writes a TFLite flatbuffer taking character ids; its contract is stated in
+``elmo_tf.export.tflite``.
+"""
 
-# Each module exposes add_parser(subparsers) and run(args), like the elmo-tf commands.
-FORMAT_MODULES = ("export.saved_model", "export.tflite")
+import os
+import sys
+import time
+
+from elmo_tf.cli.common import CommandError, add_model_arguments, load_model
+
+QUANTIZE_CHOICES = ("dynamic",)
 
 
 def add_parser(subparsers):
@@ -11,11 +20,117 @@ def add_parser(subparsers):
         "export", help="export a model as a SavedModel or a TFLite flatbuffer"
     )
     formats = parser.add_subparsers(dest="format", metavar="FORMAT", required=True)
-    for module_name in FORMAT_MODULES:
-        module = importlib.import_module(module_name)
-        module.add_parser(formats).set_defaults(export_run=module.run)
+    _add_saved_model_parser(formats).set_defaults(export_run=run_saved_model)
+    _add_tflite_parser(formats).set_defaults(export_run=run_tflite)
     return parser
 
 
 def run(args):
     return args.export_run(args)
+
+
+def _add_saved_model_parser(formats):
+    parser = formats.add_parser(
+        "saved-model",
+        help="write a versioned TF SavedModel (TF Serving, hub.KerasLayer, elmo_tf.ElmoLayer)",
+        description=(
+            "Write the model as OUTDIR/N/, TF Serving's layout, through a temporary directory "
+            "renamed into place (a server watching OUTDIR never sees a half-written version). "
+            "`saved_model_cli show --all --dir OUTDIR/N` lists its signatures."
+        ),
+    )
+    parser.add_argument("outdir", metavar="OUTDIR", help="model base directory (OUTDIR/N/)")
+    add_model_arguments(parser)
+    parser.add_argument(
+        "--version", type=int, help="version number N (default: one above the highest present)"
+    )
+    parser.add_argument(
+        "--trainable",
+        choices=("mix", "all", "none"),
+        default="mix",
+        help="variables a reusing model fine-tunes (default: the ScalarMix weights)",
+    )
+    parser.add_argument(
+        "--l2-coefficient",
+        type=float,
+        default=0.0,
+        help="λ of the regularisation loss λ||w||² on the mix weights (default 0)",
+    )
+    parser.add_argument(
+        "--dropout", type=float, default=0.0, help="dropout on 'elmo' when training (default 0)"
+    )
+    return parser
+
+
+def _add_tflite_parser(formats):
+    parser = formats.add_parser(
+        "tflite",
+        help="write a TFLite flatbuffer (built-in ops only) taking character ids",
+        description=(
+            "Write the model as a TFLite flatbuffer that runs with built-in ops only and takes "
+            "character ids [batch, T, 50] (elmo_tf.batch_to_ids); the file is written under a "
+            "temporary name and renamed into place."
+        ),
+    )
+    parser.add_argument("outfile", metavar="OUTFILE", help="the .tflite file to write")
+    add_model_arguments(parser)
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=1,
+        help="sentences per call, fixed in the model; pad with zero rows (default 1)",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        help="fix the tokens per sentence (default: dynamic, resize the input per call)",
+    )
+    parser.add_argument(
+        "--quantize",
+        choices=QUANTIZE_CHOICES,
+        help="'dynamic': int8 weights, float activations (dynamic-range quantisation)",
+    )
+    return parser
+
+
+def run_saved_model(args):
+    from elmo_tf.export.saved_model import export_saved_model, version_directory
+
+    if not 0.0 <= args.dropout < 1.0:
+        raise CommandError(f"--dropout must be in [0, 1), got {args.dropout}")
+    version_directory(args.outdir, args.version)  # fail before the slow part
+    start = time.monotonic()
+    model = load_model(args, step="[1/2] ", l2_coefficient=0.0, dropout=args.dropout)
+    print("[2/2] tracing signatures and writing the SavedModel", file=sys.stderr, flush=True)
+    path = export_saved_model(model, args.outdir, args.version, args.trainable, args.l2_coefficient)
+    print(f"wrote {path} in {time.monotonic() - start:.1f} s", file=sys.stderr)
+    print(path)
+    return 0
+
+
+def run_tflite(args):
+    from elmo_tf.export.tflite import export_tflite
+
+    if args.batch_size < 1:
+        raise CommandError(f"--batch-size must be a positive integer, got {args.batch_size}")
+    if args.max_length is not None and args.max_length < 1:
+        raise CommandError(f"--max-length must be a positive integer, got {args.max_length}")
+    outdir = os.path.dirname(os.path.abspath(args.outfile))
+    if not os.path.isdir(outdir):
+        raise CommandError(f"directory {outdir} of OUTFILE does not exist")
+    start = time.monotonic()
+    model = load_model(args, step="[1/2] ", dedupe_tokens=False)
+    shape = f"[{args.batch_size}, {args.max_length or 'T'}, 50]"
+    how = "dynamic-range quantised, " if args.quantize else ""
+    print(
+        f"[2/2] converting to TFLite ({how}built-in ops only, char_ids {shape})",
+        file=sys.stderr,
+        flush=True,
+    )
+    size = export_tflite(model, args.outfile, args.batch_size, args.max_length, args.quantize)
+    print(
+        f"wrote {args.outfile} ({size / 1e6:.2f} MB) in {time.monotonic() - start:.1f} s",
+        file=sys.stderr,
+    )
+    print(args.outfile)
+    return 0

@@ -20,7 +20,7 @@ import re
 import sys
 
 from elmo_tf import native_logs
-from elmo_tf.cli.common import CommandError
+from elmo_tf.errors import ElmoError
 
 PROG = "elmo-tf"
 COMMANDS = (
@@ -98,9 +98,6 @@ def main(argv=None, filter_native_logs=False):
     ``filter_native_logs`` hides TensorFlow's harmless native log lines on file descriptor 2
     (the console script sets it; an embedding program keeps its stderr as it is).
     """
-    from elmo_tf.config import OptionsError
-    from elmo_tf.weight_file import WeightFileError
-
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -119,7 +116,7 @@ def main(argv=None, filter_native_logs=False):
     try:
         with native_logs.filtered_stderr() if quiet else contextlib.nullcontext():
             return args.run(args)
-    except (CommandError, OptionsError, WeightFileError) as e:
+    except ElmoError as e:  # every error a user can fix; anything else is a bug: traceback
         return fail(e)
     except OSError as e:  # disk full, permission denied, ...: the user's to fix, not a bug
         where = f"{e.filename}: " if e.filename else ""

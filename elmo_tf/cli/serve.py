@@ -104,7 +104,7 @@ def add_parser(subparsers):
 
 def batching_options(args):
     """The ``BatchingOptions`` of the flags (file first, flags over it), or ``None``."""
-    from serving.batching import BatchingOptions, read_batching_parameters
+    from elmo_tf.serving.batching import BatchingOptions, read_batching_parameters
 
     if not args.enable_batching:
         return None
@@ -126,7 +126,7 @@ def batching_options(args):
 
 
 def run(args):
-    from serving.server import ModelServer, ServerOptions
+    from elmo_tf.serving.server import ModelServer, ServerOptions
 
     if not os.path.isdir(args.model_base_path):
         raise CommandError(f"--model-base-path {args.model_base_path} is not a directory")

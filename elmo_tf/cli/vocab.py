@@ -8,8 +8,6 @@ sorted by frequency).
 
 import sys
 
-from elmo_tf.cli.common import CommandError
-
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
@@ -33,16 +31,13 @@ def add_parser(subparsers):
 
 
 def run(args):
-    from elmo_tf.training.corpus import CorpusError, read_corpus
-    from elmo_tf.training.vocabulary import Vocabulary, VocabularyError
+    from elmo_tf.training.corpus import read_corpus
+    from elmo_tf.training.vocabulary import Vocabulary
 
-    try:
-        corpus = read_corpus(args.files)
-        vocabulary = Vocabulary.from_counts(
-            corpus.counts(), args.min_count, args.max_size, source=args.output
-        )
-    except (CorpusError, VocabularyError) as e:
-        raise CommandError(str(e)) from None
+    corpus = read_corpus(args.files)
+    vocabulary = Vocabulary.from_counts(
+        corpus.counts(), args.min_count, args.max_size, source=args.output
+    )
     vocabulary.save(args.output)
     print(
         f"{args.output}: {len(vocabulary)} entries from {corpus.n_tokens} tokens in "

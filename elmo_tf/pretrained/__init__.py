@@ -35,14 +35,16 @@ def default_model_files():
 def model_files(name):
     """``(options_file, weight_file)`` of the bundled model ``name``, as paths.
 
-    Raises ``FileNotFoundError`` naming the missing file when the package was installed
-    without the model's files.
+    Raises ``PresetError`` naming the missing file when the package was installed without
+    the model's files.
     """
+    from elmo_tf.errors import PresetError
+
     directory = model_directory(name)
     files = tuple(os.path.join(directory, f) for f in (OPTIONS_FILE, WEIGHTS_FILE))
     for path in files:
         if not os.path.isfile(path):
-            raise FileNotFoundError(
+            raise PresetError(
                 f"{path}: the bundled model is missing (elmo-tf was installed "
                 f"without its package data elmo_tf/pretrained/{name}/)"
             )

@@ -21,15 +21,13 @@ import os
 
 import numpy as np
 
+from elmo_tf.errors import CheckpointError
+
 OPTIONS_FILE = "options.json"
 VOCAB_FILE = "vocab.txt"
 TRAINING_OPTIONS_FILE = "training_options.json"
 SOFTMAX_FILE = "softmax.hdf5"
 WEIGHTS_FILE = "weights.hdf5"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint or training directory is missing or incomplete."""
 
 
 def variable_map(variables):

@@ -6,15 +6,12 @@ import os
 
 import numpy as np
 
+from elmo_tf.errors import CorpusError
 from elmo_tf.training.vocabulary import BOS, EOS
 
 # Type ids of the sentence boundaries in every corpus (see ``Corpus``).
 BOS_TYPE = 0
 EOS_TYPE = 1
-
-
-class CorpusError(ValueError):
-    """Training or held-out text is missing, empty or not UTF-8 text."""
 
 
 class Corpus:

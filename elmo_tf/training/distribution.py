@@ -23,9 +23,7 @@ workers and must be divisible by their number.
 import os
 import tempfile
 
-
-class DistributionError(ValueError):
-    """The requested devices cannot be set up."""
+from elmo_tf.errors import DistributionError
 
 
 def make_strategy(devices=None, multi_worker=False):

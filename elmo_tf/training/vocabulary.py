@@ -4,14 +4,12 @@ import collections
 import os
 import tempfile
 
+from elmo_tf.errors import VocabularyError
+
 BOS = "<S>"
 EOS = "</S>"
 UNK = "<UNK>"
 SPECIAL_TOKENS = (BOS, EOS, UNK)
-
-
-class VocabularyError(ValueError):
-    """A vocabulary file is missing, unreadable or lacks a required token."""
 
 
 class Vocabulary:

@@ -12,11 +12,11 @@ import threading
 
 import grpc
 
-from serving import grpc_api
-from serving.batching import BatchingOptions
-from serving.errors import not_found
-from serving.model_manager import ModelManager
-from serving.rest_api import RestServer
+from elmo_tf.serving import grpc_api
+from elmo_tf.serving.batching import BatchingOptions
+from elmo_tf.serving.errors import not_found
+from elmo_tf.serving.model_manager import ModelManager
+from elmo_tf.serving.rest_api import RestServer
 
 log = logging.getLogger("serving")
 

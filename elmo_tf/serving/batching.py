@@ -26,8 +26,8 @@ import time
 import grpc
 import numpy as np
 
-from serving.errors import ServingError, resource_exhausted
-from serving.signature import is_string
+from elmo_tf.serving.errors import ServingError, resource_exhausted
+from elmo_tf.serving.signature import is_string
 
 
 @dataclasses.dataclass(frozen=True)

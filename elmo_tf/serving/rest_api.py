@@ -29,8 +29,8 @@ from tensorflow_serving.apis import (
     get_model_status_pb2,
 )
 
-from serving.errors import ServingError, invalid_argument, resource_exhausted
-from serving.tensors import from_json, to_json
+from elmo_tf.serving.errors import ServingError, invalid_argument, resource_exhausted
+from elmo_tf.serving.tensors import from_json, to_json
 
 log = logging.getLogger("serving")
 

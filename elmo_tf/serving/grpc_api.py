@@ -19,8 +19,8 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from serving.errors import ServingError, invalid_argument
-from serving.tensors import from_tensor_proto, to_tensor_proto
+from elmo_tf.serving.errors import ServingError, invalid_argument
+from elmo_tf.serving.tensors import from_tensor_proto, to_tensor_proto
 
 log = logging.getLogger("serving")
 

@@ -15,8 +15,8 @@ import dataclasses
 from tensorflow.core.framework import types_pb2
 
 from elmo_tf.characters import NUM_CHAR_IDS
-from serving.errors import invalid_argument
-from serving.tensors import dtype_name
+from elmo_tf.serving.errors import invalid_argument
+from elmo_tf.serving.tensors import dtype_name
 
 
 @dataclasses.dataclass(frozen=True)

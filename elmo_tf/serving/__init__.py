@@ -1,10 +1,11 @@
 """Serving ELMo over TF Serving's protocol: deployment assets and a Python model server.
 
-- ``models.config``, ``batching_parameters.txt``, ``monitoring.config``, ``docker-compose.yml``:
+- The repository's ``serving/`` folder: ``models.config``, ``batching_parameters.txt``,
+  ``monitoring.config``, ``docker-compose.yml``:
   run the official TF Serving image on a model exported with ``elmo-tf export saved-model``.
-- ``serving.server``: a model server with TF Serving's gRPC (``PredictionService``,
+- ``elmo_tf.serving.server``: a model server with TF Serving's gRPC (``PredictionService``,
   ``ModelService``) and REST APIs, version polling and dynamic batching (``elmo-tf serve``).
-- ``serving.client``: ``embed(server, sentences)`` on the stock TF Serving stubs
+- ``elmo_tf.serving.client``: ``embed(server, sentences)`` on the stock TF Serving stubs
   (``elmo-tf client``); it works against either server.
 - ``serving/loadtest.py``: a bounded load test.
 

@@ -3,7 +3,7 @@
 It uses only the stock ``PredictionServiceStub`` of ``tensorflow-serving-api``, so it works
 against ``elmo-tf serve`` and against TF Serving itself (``serving/docker-compose.yml``):
 
->>> from serving.client import embed
+>>> from elmo_tf.serving.client import embed
 >>> out = embed("127.0.0.1:8500", ["The cat sat .", "Hello !"])
 >>> out["elmo"].shape, out["default"].shape
 ((2, 3, 32), (2, 32))

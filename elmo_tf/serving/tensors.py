@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 
-from serving.errors import invalid_argument
+from elmo_tf.serving.errors import invalid_argument
 
 
 def dtype_name(dtype_enum):

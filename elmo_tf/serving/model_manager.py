@@ -17,9 +17,9 @@ import threading
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus
 
-from serving.batching import Batcher
-from serving.errors import invalid_argument, not_found, resource_exhausted
-from serving.signature import SignatureSpec, is_string
+from elmo_tf.serving.batching import Batcher
+from elmo_tf.serving.errors import invalid_argument, not_found, resource_exhausted
+from elmo_tf.serving.signature import SignatureSpec, is_string
 
 log = logging.getLogger("serving")
 

@@ -1,0 +1,52 @@
+"""A versioned TF SavedModel for TF Serving and TF Hub-style reuse (``elmo-tf export saved-model``).
+
+The artefact's contract (signatures ``default``, ``tokens``, ``char_ids`` and
+``serving_default``; outputs ``word_emb``, ``lstm_outputs1``, ``lstm_outputs2``, ``elmo``,
+``default``, ``sequence_len``; the reusable-SavedModel attributes) is stated in
+``elmo_tf.saved_model_module``; ``saved_model_cli show --all --dir OUTDIR/N`` lists it.
+
+The model is written to ``OUTDIR/N/`` (TF Serving's layout: the server loads the highest N)
+through a temporary directory renamed into place, so a server watching OUTDIR never sees a
+half-written version.
+"""
+
+import os
+import secrets
+import shutil
+
+from elmo_tf.errors import ExportError
+
+
+def next_version(outdir):
+    versions = [int(n) for n in os.listdir(outdir) if n.isdigit()] if os.path.isdir(outdir) else []
+    return max(versions, default=0) + 1
+
+
+def version_directory(outdir, version=None):
+    """``outdir/version`` (default: the next version), refusing to replace an existing one."""
+    version = next_version(outdir) if version is None else version
+    if version < 0:
+        raise ExportError(f"version must be a non-negative integer, got {version}")
+    target = os.path.join(outdir, str(version))
+    if os.path.exists(target):
+        raise ExportError(f"{target} already exists; choose another version")
+    return version, target
+
+
+def export_saved_model(model, outdir, version=None, trainable="mix", l2_coefficient=0.0):
+    """Writes ``model`` (an ``ELMo``) as ``outdir/version/``; returns that path."""
+    import tensorflow as tf
+
+    from elmo_tf.saved_model_module import ElmoModule
+
+    os.makedirs(outdir, exist_ok=True)
+    version, target = version_directory(outdir, version)
+    module = ElmoModule(model, trainable=trainable, l2_coefficient=l2_coefficient)
+    staging = os.path.join(outdir, f".tmp-{version}-{secrets.token_hex(4)}")
+    try:
+        tf.saved_model.save(module, staging, signatures=module.signatures())
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
