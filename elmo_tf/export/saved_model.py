@@ -11,9 +11,8 @@ half-written version.
 """
 
 import os
-import secrets
-import shutil
 
+from elmo_tf import files
 from elmo_tf.errors import ExportError
 
 
@@ -42,11 +41,6 @@ def export_saved_model(model, outdir, version=None, trainable="mix", l2_coeffici
     os.makedirs(outdir, exist_ok=True)
     version, target = version_directory(outdir, version)
     module = ElmoModule(model, trainable=trainable, l2_coefficient=l2_coefficient)
-    staging = os.path.join(outdir, f".tmp-{version}-{secrets.token_hex(4)}")
-    try:
+    with files.atomic_path(target) as staging:
         tf.saved_model.save(module, staging, signatures=module.signatures())
-        os.rename(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return target

@@ -48,8 +48,9 @@ The file is written to a temporary name next to OUTFILE and renamed into place.
 """
 
 import os
-import secrets
 import tempfile
+
+from elmo_tf import files
 
 SIGNATURE_KEY = "serving_default"
 QUANTIZE_CHOICES = ("dynamic",)
@@ -108,19 +109,7 @@ def export_tflite(model, outfile, batch_size=1, max_length=None, quantize=None):
     if custom:
         raise RuntimeError(f"the converted model needs non-built-in ops {custom}")
 
-    outfile = os.fspath(outfile)
-    staging = os.path.join(
-        os.path.dirname(os.path.abspath(outfile)),
-        f".{os.path.basename(outfile)}.tmp-{secrets.token_hex(4)}",
-    )
-    try:
-        with open(staging, "wb") as f:
-            f.write(flatbuffer)
-        os.replace(staging, outfile)
-    except BaseException:
-        if os.path.exists(staging):
-            os.remove(staging)
-        raise
+    files.write_bytes(outfile, flatbuffer)
     return len(flatbuffer)
 
 

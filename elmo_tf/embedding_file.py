@@ -1,0 +1,92 @@
+"""ELMo vectors of a text file, written to HDF5 in the layout of AllenNLP's ``elmo`` command.
+
+AllenNLP's former ``allennlp elmo`` command wrote this layout, so code that read its files
+reads these (``elmo-tf embed`` is the command-line front end):
+
+- one float32 dataset per input line, named by the line's 0-based index (``"0"``, ``"1"``,
+  ...), holding for a line of ``n`` tokens:
+
+  - ``layers="all"`` (``--all``, default): ``(L + 1, n, 2P)``, the token layer (``word_emb``
+    duplicated to ``2P``, AllenNLP's layer 0) then each LSTM layer (``lstm_outputs1`` ..
+    ``lstm_outputsL``);
+  - ``"top"`` (``--top``): ``(n, 2P)``, the last LSTM layer;
+  - ``"average"`` (``--average``): ``(n, 2P)``, the mean of the ``L + 1`` layers;
+
+  an empty line gives ``n = 0``;
+- ``sentence_to_index``: a ``(1,)`` string dataset holding a JSON object that maps each
+  sentence (its tokens joined by one space) to its line index string; a repeated sentence
+  maps to its last line.
+
+Sentences are embedded in length-sorted batches and each batch is written as it comes, so
+memory holds one batch of outputs. The file is written under a temporary name in the output
+directory and renamed into place at the end (``elmo_tf.files.atomic_path``): an interrupted
+run leaves no file under the output name and any previous file there untouched.
+"""
+
+import json
+import os
+
+import numpy as np
+
+from elmo_tf import files
+
+LAYER_CHOICES = ("all", "top", "average")
+
+
+def read_sentences(path):
+    """The whitespace-tokenised sentences of a UTF-8 text file, one per line (blank: ``[]``)."""
+    return [line.split() for line in files.read_text_lines(path, what="input")]
+
+
+def layer_stack(outputs, n_lstm_layers):
+    """All ELMo layers of a batch, ``(L + 1, B, T, 2P)``: the token layer, then each LSTM layer.
+
+    The token layer is ``word_emb`` ``(B, T, P)`` concatenated with itself, as AllenNLP's
+    ``_ElmoBiLm`` returns it, so that every layer has width ``2P``.
+    """
+    word_emb = outputs["word_emb"]
+    layers = [np.concatenate([word_emb, word_emb], axis=-1)]
+    layers += [outputs[f"lstm_outputs{k}"] for k in range(1, n_lstm_layers + 1)]
+    return np.stack(layers)
+
+
+def select_layers(layers, which):
+    """Reduces one sentence's ``(L + 1, n, 2P)`` layers to what ``which`` writes."""
+    if which == "all":
+        return layers
+    if which == "top":
+        return layers[-1]
+    if which == "average":
+        return layers.mean(axis=0)
+    raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {which!r}")
+
+
+def write_embeddings(model, sentences, path, layers="all", batch_size=64, on_batch=None):
+    """Embeds ``sentences`` (token lists) with ``model`` and writes them to the HDF5 ``path``.
+
+    Args:
+        model: an ``ELMo``.
+        sentences: a list of token lists.
+        path: the HDF5 file to write (replaced atomically when complete).
+        layers: ``"all"``, ``"top"`` or ``"average"`` (see the module docstring).
+        batch_size: sentences per model call.
+        on_batch: called as ``on_batch(n_sentences, n_tokens)`` after each batch is written.
+    """
+    import h5py
+
+    if layers not in LAYER_CHOICES:
+        raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {layers!r}")
+    n_lstm_layers = model.config.n_lstm_layers
+    with files.atomic_path(os.fspath(path)) as tmp, h5py.File(tmp, "x") as out:
+        for indices, outputs in model.embed_batches(sentences, batch_size):
+            stack = layer_stack(outputs, n_lstm_layers)  # (L + 1, B, T, 2P)
+            lengths = outputs["sequence_len"]
+            for row, index in enumerate(indices):
+                vectors = select_layers(stack[:, row, : lengths[row]], layers)
+                out.create_dataset(str(index), data=vectors.astype(np.float32))
+            if on_batch is not None:
+                on_batch(len(indices), int(lengths.sum()))
+        sentence_to_index = {" ".join(s): str(i) for i, s in enumerate(sentences)}
+        out.create_dataset(
+            "sentence_to_index", data=[json.dumps(sentence_to_index)], dtype=h5py.string_dtype()
+        )
