@@ -21,26 +21,29 @@ setup(
     packages=find_packages(include=["elmo_tf", "elmo_tf.*"]),
     include_package_data=True,
     package_data={"elmo_tf": ["pretrained/*/*"]},
+    # Ranges are those the test suite runs on (CI installs the newest in each); every entry
+    # is imported by the base library.
     install_requires=[
-        "tensorflow>=2.16,<2.22",
-        "tensorflow-text>=2.16,<2.22",
-        "keras>=3.3,<4",
-        "h5py>=3.8,<3.15",
-        "numpy>=1.26,<3",
-        # serving: the gRPC server and client use TF Serving's own protos and stubs
-        "grpcio>=1.60,<2",
-        "tensorflow-serving-api>=2.16,<2.22",
+        "tensorflow>=2.21,<2.22",
+        "keras>=3.15,<4",
+        "h5py>=3.14,<3.15",  # TensorFlow pins h5py < 3.15
+        "numpy>=2.4,<3",
+        "tqdm>=4.66,<5",
     ],
     extras_require={
+        # elmo-tf serve / client: TF Serving's gRPC protos and stubs
+        "serving": ["grpcio>=1.85,<2", "tensorflow-serving-api>=2.21,<2.22"],
         # hub.KerasLayer reuse needs Keras 2 (tf_keras) beside Keras 3
-        "hub": ["tensorflow-hub>=0.16", "tf-keras>=2.16,<2.22"],
-        "tflite": ["ai-edge-litert>=2.0"],
+        "hub": ["tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22"],
+        "tflite": ["ai-edge-litert>=2.3,<3"],
         "dev": [
-            "pytest>=8",
+            "pytest>=8,<10",
             "ruff==0.17.6",  # lint and format; pinned so CI and developers agree
-            "tensorflow-hub>=0.16",
-            "tf-keras>=2.16,<2.22",
-            "ai-edge-litert>=2.0",
+            "grpcio>=1.85,<2",
+            "tensorflow-serving-api>=2.21,<2.22",
+            "tensorflow-hub>=0.16,<0.17",
+            "tf-keras>=2.21,<2.22",
+            "ai-edge-litert>=2.3,<3",
         ],
     },
     entry_points={"console_scripts": ["elmo-tf=elmo_tf.cli.main:console_main"]},

@@ -1,5 +1,6 @@
 """Shared fixtures: the reference data copied from ../shared/reference into tests/fixtures."""
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -10,6 +11,24 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+
+
+def _installed(*modules):
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in modules)
+    except (ImportError, ValueError):  # a parent package missing, or sys.modules[m] = None
+        return False
+
+
+# Optional extras stay optional: without them their test modules are not collected.
+collect_ignore = [
+    module
+    for module, needs in {
+        "test_serving.py": ("grpc", "tensorflow_serving"),  # [serving]
+        "test_tflite.py": ("ai_edge_litert",),  # [tflite]
+    }.items()
+    if not _installed(*needs)
+]
 TINY = FIXTURES / "tiny"
 BILM = FIXTURES / "bilm_fixture"
 

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import _installed
 from numerics import assert_reordered, assert_reordered_dict, assert_same
 
 import elmo_tf
@@ -241,6 +242,7 @@ def test_elmo_layer_rejects_bad_arguments(exported, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not _installed("tensorflow_hub", "tf_keras"), reason="needs the [hub] extra")
 def test_hub_keras_layer_fine_tunes_with_tf_keras(exported):
     """hub.KerasLayer (Keras 2 / tf_keras) in a small classifier; its mix weights change."""
     _, path = exported

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from elmo_tf.cli.common import CommandError
+from elmo_tf.cli.common import CommandError, require_extra
 
 SIGNATURES = ("default", "tokens", "char_ids")
 
@@ -50,6 +50,7 @@ def read_sentences(source):
 
 
 def run(args):
+    require_extra("serving", "grpc", "tensorflow_serving")
     import grpc
 
     from elmo_tf.serving.client import embed

@@ -14,6 +14,25 @@ class CommandError(ElmoError):
     """
 
 
+def require_extra(extra, *modules):
+    """Raises ``CommandError`` naming the pip extra when one of ``modules`` is not installed."""
+    import importlib.util
+
+    missing = [m for m in modules if _find_spec(importlib.util, m) is None]
+    if missing:
+        raise CommandError(
+            f"this command needs the [{extra}] extra ({', '.join(missing)} not installed): "
+            f"pip install 'elmo-tf[{extra}]'"
+        )
+
+
+def _find_spec(util, module):
+    try:
+        return util.find_spec(module)
+    except (ImportError, ValueError):  # a parent package missing, or sys.modules[m] = None
+        return None
+
+
 def add_model_arguments(parser):
     """``--model``, or ``--options`` + ``--weights``: which model a command loads."""
     parser.add_argument(

@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 
-from elmo_tf.cli.common import CommandError
+from elmo_tf.cli.common import CommandError, require_extra
 
 
 def add_parser(subparsers):
@@ -126,6 +126,7 @@ def batching_options(args):
 
 
 def run(args):
+    require_extra("serving", "grpc", "tensorflow_serving")
     from elmo_tf.serving.server import ModelServer, ServerOptions
 
     if not os.path.isdir(args.model_base_path):
