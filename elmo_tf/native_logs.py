@@ -60,11 +60,27 @@ def wanted(verbose=False):
     return not verbose and os.environ.get("TF_CPP_MIN_LOG_LEVEL") != "0"
 
 
+_unfiltered = None  # a text stream on the real stderr while a filter runs
+
+
+def unfiltered_stderr():
+    """The process's real stderr as a text stream, also while ``filtered_stderr`` runs.
+
+    A progress bar writes here: it must see whether stderr is a terminal, and its
+    carriage-return redraws must not wait for a newline in the filter's pipe.
+    """
+    return sys.stderr if _unfiltered is None else _unfiltered
+
+
 @contextlib.contextmanager
 def filtered_stderr():
     """Drops ``is_noise`` lines written to file descriptor 2 while the block runs."""
+    global _unfiltered
     sys.stderr.flush()
     real = os.dup(2)
+    _unfiltered = os.fdopen(
+        os.dup(real), "w", buffering=1, encoding="utf-8", errors="backslashreplace"
+    )
     read_end, write_end = os.pipe()
     os.dup2(write_end, 2)
     os.close(write_end)
@@ -80,6 +96,8 @@ def filtered_stderr():
     try:
         yield
     finally:
+        _unfiltered.close()
+        _unfiltered = None
         sys.stderr.flush()
         os.dup2(real, 2)  # closes the pipe's last write end in this process: the copier ends
         # A child process that outlives the command still holds the pipe: don't wait for it,

@@ -94,7 +94,7 @@ def test_cli_prints_only_its_own_messages(tmp_path):
     done = _cli("embed", str(source), str(tmp_path / "out.hdf5"), *files)
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("3/3 sentences ["), lines
+    assert len(lines) == 1 and lines[0].startswith("3/3 sentences, "), lines
     # a user error is one line of ours, nothing else
     done = _cli("embed", str(tmp_path / "nope.txt"), str(tmp_path / "o.hdf5"), *files)
     assert done.returncode == 1

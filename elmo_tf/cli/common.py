@@ -1,8 +1,10 @@
 """Helpers shared by the ``elmo-tf`` subcommands."""
 
+import os
 import sys
 import time
 
+from elmo_tf import native_logs
 from elmo_tf.errors import ElmoError
 
 
@@ -73,60 +75,67 @@ def _announce(step, what):
 
 
 class Progress:
-    """A progress bar on a stream: items done / total and tokens per second.
+    """Progress of a long command on stderr: items done / total and tokens per second.
 
-    On a terminal the bar is redrawn in place (at most every ``interval`` seconds); elsewhere
-    (a log file, a pipe) only the final summary line is written, so logs stay readable.
+    On a terminal (or a notebook) it is a ``tqdm`` bar; elsewhere (a log file, a pipe) only
+    a summary line is written at the end, so logs stay readable.
 
     Args:
         total: number of items expected.
         unit: what an item is called (``"sentences"``).
-        stream: where to write (default ``sys.stderr``).
+        stream: where to write (default: stderr, past TensorFlow's log filter).
         interval: minimum seconds between redraws.
     """
 
-    def __init__(self, total, unit="sentences", stream=None, interval=0.1, width=30):
+    def __init__(self, total, unit="sentences", stream=None, interval=0.1):
+        from tqdm.auto import tqdm
+
         self.total = total
         self.unit = unit
-        self.stream = sys.stderr if stream is None else stream
-        self.interval = interval
-        self.width = width
+        self.stream = native_logs.unfiltered_stderr() if stream is None else stream
         self.done = 0
         self.tokens = 0
         self.start = time.monotonic()
-        self._last_draw = 0.0
         isatty = getattr(self.stream, "isatty", None)
         self.interactive = bool(isatty and isatty())
+        self._bar = tqdm(
+            total=total,
+            unit=f" {unit}",
+            file=self.stream,
+            mininterval=interval,
+            disable=not self.interactive,
+            ncols=None if _terminal_columns(self.stream) else 80,  # a pty may report 0
+        )
 
     def update(self, items, tokens=0):
         """Records ``items`` more items holding ``tokens`` tokens."""
         self.done += items
         self.tokens += tokens
-        now = time.monotonic()
-        if self.interactive and (now - self._last_draw >= self.interval or self.done >= self.total):
-            self._last_draw = now
-            self.stream.write("\r" + self._line(now))
-            self.stream.flush()
+        self._bar.set_postfix_str(self._postfix(time.monotonic()), refresh=False)
+        self._bar.update(items)
 
     def close(self):
-        """Writes the final line (on a terminal: ends the bar's line)."""
-        line = self._line(time.monotonic())
-        self.stream.write(("\r" + line if self.interactive else line) + "\n")
-        self.stream.flush()
+        """Ends the bar, or (not on a terminal) writes the summary line."""
+        if self.interactive:
+            self._bar.close()
+        else:
+            self.stream.write(self._line(time.monotonic()) + "\n")
+            self.stream.flush()
 
     def abort(self):
-        """Ends a drawn bar's line so that an error message starts on a line of its own."""
-        if self.interactive and self._last_draw:
-            self.stream.write("\n")
-            self.stream.flush()
+        """Ends a drawn bar so that an error message starts on a line of its own."""
+        self._bar.close()
+
+    def _postfix(self, now):
+        return f"{self.tokens / max(now - self.start, 1e-9):,.0f} tokens/s"
 
     def _line(self, now):
         elapsed = max(now - self.start, 1e-9)
-        fraction = self.done / self.total if self.total else 1.0
-        filled = int(round(self.width * fraction))
-        bar = "=" * filled + " " * (self.width - filled)
-        digits = len(str(self.total))
-        return (
-            f"{self.done:>{digits}}/{self.total} {self.unit} [{bar}] "
-            f"{self.tokens / elapsed:,.0f} tokens/s, {elapsed:.1f}s"
-        )
+        return f"{self.done}/{self.total} {self.unit}, {self._postfix(now)}, {elapsed:.1f}s"
+
+
+def _terminal_columns(stream):
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
