@@ -9,6 +9,7 @@ import json
 import os
 import sys
 
+from elmo_tf import files
 from elmo_tf.cli.common import CommandError, require_extra
 
 SIGNATURES = ("default", "tokens", "char_ids")
@@ -44,8 +45,7 @@ def read_sentences(source):
     if source == "-":
         return sys.stdin.read().splitlines()
     if os.path.isfile(source):
-        with open(source, encoding="utf-8") as f:
-            return f.read().splitlines()
+        return files.read_text_lines(source)
     return [source]
 
 

@@ -26,6 +26,7 @@ import time
 import grpc
 import numpy as np
 
+from elmo_tf import files
 from elmo_tf.serving.errors import ServingError, resource_exhausted
 from elmo_tf.serving.signature import is_string
 
@@ -202,7 +203,6 @@ def read_batching_parameters(path):
     """The fields this server uses from TF Serving's ``batching_parameters.txt`` (a text proto
     of ``BatchingParameters``), as keyword arguments of ``BatchingOptions``; others are ignored.
     """
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    text = "\n".join(files.read_text_lines(path, what="batching parameters"))
     names = {field.name for field in dataclasses.fields(BatchingOptions)}
     return {name: int(value) for name, value in _PARAMETER.findall(text) if name in names}
