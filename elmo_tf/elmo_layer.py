@@ -6,13 +6,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from elmo_tf.models.elmo import ELMo
-from elmo_tf.saved_model_module import (
-    OUTPUT_KEYS,
-    TRAINABLE_CHOICES,
-    split_sentences,
-    tokens_to_model_ids,
-)
+from elmo_tf.config import ElmoConfig
+from elmo_tf.models.elmo import ELMo, output_keys
+from elmo_tf.saved_model_module import TRAINABLE_CHOICES, split_sentences, tokens_to_model_ids
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
@@ -28,9 +24,11 @@ class ElmoLayer(keras.layers.Layer):
     Args:
         saved_model: path of an exported version directory (``OUTDIR/N``), or an object from
             ``tf.saved_model.load`` of one.
-        output_key: which output to return: ``"default"`` (B, 2P) for sentence vectors,
-            ``"elmo"`` (B, T, 2P), ``"word_emb"``, ``"lstm_outputs1"``, ``"lstm_outputs2"`` or
-            ``"sequence_len"``.
+        output_key: which output to return: ``"default"`` (B, 2P) for sentence vectors, or
+            any other key of the SavedModel's outputs (``"elmo"``, ``"word_emb"``,
+            ``"lstm_outputs1"`` .. ``"lstm_outputs{L}"`` for its L LSTM layers,
+            ``"sequence_len"``; shapes and meaning in the table of
+            ``elmo_tf.saved_model_module``).
         fine_tune: which weights train: ``"mix"`` (ScalarMix weights and gamma), ``"all"``, or
             ``"none"``; default: what the SavedModel was exported with.
         dropout: dropout on ``elmo`` during training; default: the exported rate.
@@ -60,8 +58,6 @@ class ElmoLayer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if output_key not in OUTPUT_KEYS:
-            raise ValueError(f"output_key must be one of {OUTPUT_KEYS}, got {output_key!r}")
         if (saved_model is None) == (elmo_config is None):
             raise ValueError("ElmoLayer needs a SavedModel path or loaded SavedModel")
         values = None
@@ -76,6 +72,14 @@ class ElmoLayer(keras.layers.Layer):
                 )
             elmo_config = json.loads(loaded.elmo_config().numpy().decode("utf-8"))
             values = [v.numpy() for v in loaded.elmo_variables]
+        config = ElmoConfig.from_options(elmo_config["options"], source="elmo_config")
+        n_layers = config.n_lstm_layers
+        keys = output_keys(n_layers)
+        if output_key not in keys:
+            raise ValueError(
+                f"output_key must be one of {', '.join(keys)} for this model ({n_layers} LSTM "
+                f"layer{'s' if n_layers > 1 else ''}), got {output_key!r}"
+            )
         self.output_key = output_key
         self.elmo_config = elmo_config
         self.fine_tune = fine_tune or elmo_config["trainable"]
@@ -83,7 +87,7 @@ class ElmoLayer(keras.layers.Layer):
             raise ValueError(f"fine_tune must be one of {TRAINABLE_CHOICES}, got {fine_tune!r}")
         self.dropout = elmo_config["dropout"] if dropout is None else dropout
         self.elmo = ELMo(
-            elmo_config["options"],
+            config,
             num_output_representations=elmo_config["num_output_representations"],
             do_layer_norm=elmo_config["do_layer_norm"],
             l2_coefficient=elmo_config["l2_coefficient"],
@@ -130,15 +134,7 @@ class ElmoLayer(keras.layers.Layer):
         return outputs[self.output_key]
 
     def compute_output_shape(self, input_shape):
-        p = self.elmo.config.projection_dim
-        return {
-            "default": (input_shape[0], 2 * p),
-            "elmo": (input_shape[0], None, 2 * p),
-            "lstm_outputs1": (input_shape[0], None, 2 * p),
-            "lstm_outputs2": (input_shape[0], None, 2 * p),
-            "word_emb": (input_shape[0], None, p),
-            "sequence_len": (input_shape[0],),
-        }[self.output_key]
+        return self.elmo.output_shapes(input_shape[0])[self.output_key]
 
     def compute_output_spec(self, inputs, training=None):
         dtype = "int32" if self.output_key == "sequence_len" else self.compute_dtype

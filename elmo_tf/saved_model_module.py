@@ -13,18 +13,28 @@ signature      inputs                                       notes
                                                             zero rows are padding
 =============  ===========================================  =====================================
 
-Every signature returns (T = the longest sentence of the request, P the projection size):
+Every signature returns these outputs (T = the longest sentence of the request, P the
+projection size, L the model's number of LSTM layers, ``lstm.n_layers`` in its options.json;
+``elmo_tf.models.output_keys(L)`` lists the keys in this order):
 
-=================  ==========================  =============================================
-output             shape, dtype                meaning
-=================  ==========================  =============================================
-``word_emb``       ``[batch, T, P]`` float32   context-free character-CNN token vectors
-``lstm_outputs1``  ``[batch, T, 2P]`` float32  first biLSTM layer (forward ; backward)
-``lstm_outputs2``  ``[batch, T, 2P]`` float32  second biLSTM layer
-``elmo``           ``[batch, T, 2P]`` float32  the learned ScalarMix of the three layers
-``default``        ``[batch, 2P]`` float32     mean of ``elmo`` over each sentence's tokens
-``sequence_len``   ``[batch]`` int32           tokens per sentence
-=================  ==========================  =============================================
+==================  ==========================  ============================================
+output              shape, dtype                meaning
+==================  ==========================  ============================================
+``word_emb``        ``[batch, T, P]`` float32   context-free character-CNN token vectors
+``lstm_outputs1``   ``[batch, T, 2P]`` float32  biLSTM layer 1 (forward ; backward)
+...                 ...                         ...
+``lstm_outputsL``   ``[batch, T, 2P]`` float32  biLSTM layer L, the top one (two in the
+                                                published models: ``lstm_outputs2``)
+``elmo``            ``[batch, T, 2P]`` float32  the learned ScalarMix of the L + 1 layers
+                                                (``word_emb`` duplicated to 2P, then each
+                                                biLSTM layer)
+``default``         ``[batch, 2P]`` float32     mean of ``elmo`` over each sentence's tokens
+``sequence_len``    ``[batch]`` int32           tokens per sentence
+==================  ==========================  ============================================
+
+This table is the one statement of the outputs: ``ELMo.call``/``ELMo.embed``,
+``elmo_tf.ElmoLayer`` and the TFLite export (``elmo_tf.export.tflite``) return the same keys
+with the same meaning.
 
 Padded positions are zero. Bad input (a wrong dtype or rank, or a ``sequence_len`` that is
 negative, longer than its row, or of another batch size) fails with an error naming the input.
@@ -45,9 +55,9 @@ import json
 import tensorflow as tf
 
 from elmo_tf import characters
+from elmo_tf.models.elmo import output_keys
 
 TRAINABLE_CHOICES = ("mix", "all", "none")
-OUTPUT_KEYS = ("word_emb", "lstm_outputs1", "lstm_outputs2", "elmo", "default", "sequence_len")
 
 
 def split_sentences(sentences):
@@ -96,6 +106,7 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
         else:
             self.trainable_variables = []
         self._model = _Untracked(model)
+        self._output_keys = output_keys(model.config.n_lstm_layers)
         self._trainable = trainable
         self._config_json = json.dumps(
             {
@@ -142,7 +153,7 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
 
     def _run(self, char_ids, training=False):
         outputs = self._model.value(char_ids, training=training)
-        return {key: outputs[key] for key in OUTPUT_KEYS}
+        return {key: outputs[key] for key in self._output_keys}
 
     def _default(self, sentences):
         tokens, lengths = split_sentences(sentences)

@@ -34,7 +34,7 @@ from tensorflow_serving.apis import (
 
 import elmo_tf
 from elmo_tf.cli.main import main
-from elmo_tf.saved_model_module import OUTPUT_KEYS
+from elmo_tf.models import output_keys
 from elmo_tf.serving.batching import Batcher, BatchingOptions, read_batching_parameters
 from elmo_tf.serving.client import embed, make_request
 from elmo_tf.serving.errors import ServingError
@@ -42,6 +42,7 @@ from elmo_tf.serving.model_manager import Servable
 from elmo_tf.serving.server import ModelServer, ServerOptions
 from elmo_tf.serving.signature import SignatureSpec
 
+OUTPUT_KEYS = output_keys(2)  # the tiny model has two LSTM layers
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVING = os.path.join(ROOT, "serving")
 TIMEOUT = 30  # seconds, for every call

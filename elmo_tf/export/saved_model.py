@@ -1,8 +1,8 @@
 """A versioned TF SavedModel for TF Serving and TF Hub-style reuse (``elmo-tf export saved-model``).
 
 The artefact's contract (signatures ``default``, ``tokens``, ``char_ids`` and
-``serving_default``; outputs ``word_emb``, ``lstm_outputs1``, ``lstm_outputs2``, ``elmo``,
-``default``, ``sequence_len``; the reusable-SavedModel attributes) is stated in
+``serving_default``; their outputs, ``lstm_outputs1`` .. ``lstm_outputsL`` for a model with L
+LSTM layers among them; the reusable-SavedModel attributes) is stated in
 ``elmo_tf.saved_model_module``; ``saved_model_cli show --all --dir OUTDIR/N`` lists it.
 
 The model is written to ``OUTDIR/N/`` (TF Serving's layout: the server loads the highest N)

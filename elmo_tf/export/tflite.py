@@ -1,23 +1,14 @@
 """ELMo as a TFLite flatbuffer that runs with built-in ops only (``elmo-tf export tflite``).
 
-Contract of the flatbuffer (one signature, ``serving_default``; N = ``--batch-size``, T = the
-sentence length, fixed to ``--max-length`` when given, else set per call; P = projection size):
-
-=================  =========================  =================================================
-tensor             shape, dtype               meaning
-=================  =========================  =================================================
-input ``char_ids`` ``[N, T, 50]`` int32       ids from ``elmo_tf.batch_to_ids``, in [0, 261];
-                                              zero rows are padding (positions and sentences)
-``word_emb``       ``[N, T, P]`` float32      context-free character-CNN token vectors
-``lstm_outputs1``  ``[N, T, 2P]`` float32     first biLSTM layer (forward ; backward)
-``lstm_outputs2``  ``[N, T, 2P]`` float32     second biLSTM layer
-``elmo``           ``[N, T, 2P]`` float32     the learned ScalarMix of the three layers
-``default``        ``[N, 2P]`` float32        mean of ``elmo`` over each sentence's tokens
-``sequence_len``   ``[N]`` int32              tokens per sentence
-=================  =========================  =================================================
-
-These are the outputs of the SavedModel's ``char_ids`` signature (``elmo_tf.saved_model_module``)
-and equal them to float32 round-off; padded positions and all-zero rows come out as zeros.
+Contract of the flatbuffer: one signature, ``serving_default``, with one input,
+``char_ids`` int32 ``[N, T, 50]`` (ids from ``elmo_tf.batch_to_ids``, in [0, 261]; zero rows
+are padding, positions and sentences), where N = ``--batch-size`` and T = the sentence length,
+fixed to ``--max-length`` when given, else set per call. Its outputs are those of the
+SavedModel's ``char_ids`` signature, with the same keys, shapes (``batch`` = N) and meaning:
+the table in ``elmo_tf.saved_model_module`` (``word_emb``, ``lstm_outputs1`` ..
+``lstm_outputsL`` for the model's L LSTM layers, ``elmo``, ``default``, ``sequence_len``).
+They equal the SavedModel's to float32 round-off; padded positions and all-zero rows come out
+as zeros.
 
 Shapes. The batch size is fixed: the biLSTM's ``tf.while_loop`` writes each step into a
 ``TensorArray``, and the converter lowers that to built-in ops only when the element shape
@@ -70,7 +61,7 @@ def export_tflite(model, outfile, batch_size=1, max_length=None, quantize=None):
     import tensorflow as tf
 
     from elmo_tf import characters
-    from elmo_tf.saved_model_module import OUTPUT_KEYS
+    from elmo_tf.models.elmo import output_keys
 
     if batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
@@ -81,6 +72,7 @@ def export_tflite(model, outfile, batch_size=1, max_length=None, quantize=None):
     if model.dedupe_tokens:
         model = _without_dedupe(model)
 
+    keys = output_keys(model.config.n_lstm_layers)
     spec = tf.TensorSpec(
         [batch_size, max_length, characters.MAX_CHARS_PER_TOKEN], tf.int32, name="char_ids"
     )
@@ -88,7 +80,7 @@ def export_tflite(model, outfile, batch_size=1, max_length=None, quantize=None):
     @tf.function(input_signature=[spec])
     def serve(char_ids):
         outputs = model(char_ids)
-        return {key: outputs[key] for key in OUTPUT_KEYS}
+        return {key: outputs[key] for key in keys}
 
     # Through a SavedModel rather than from_concrete_functions: that path keeps the weights
     # read inside the LSTM's while loop as resource variables the interpreter never

@@ -1,5 +1,5 @@
 """Models that compose the ELMo layers."""
 
-from elmo_tf.models.elmo import ELMo, LSTMState
+from elmo_tf.models.elmo import ELMo, LSTMState, output_keys
 
-__all__ = ["ELMo", "LSTMState"]
+__all__ = ["ELMo", "LSTMState", "output_keys"]

@@ -11,6 +11,34 @@ from elmo_tf.config import ElmoConfig
 from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
 
 
+def output_keys(n_lstm_layers, num_output_representations=1):
+    """The output keys of an ELMo with ``n_lstm_layers`` LSTM layers, in order.
+
+    ``word_emb``, ``lstm_outputs1`` .. ``lstm_outputs{n_lstm_layers}``, ``elmo`` (then
+    ``elmo_1`` .. ``elmo_{R-1}`` for ``num_output_representations`` R > 1), ``default``,
+    ``sequence_len``. With the default R = 1 these are the outputs of every exported surface
+    (SavedModel signatures, ``ElmoLayer``, TFLite); their shapes and meaning are tabled in
+    ``elmo_tf.saved_model_module``.
+
+    >>> output_keys(1)
+    ('word_emb', 'lstm_outputs1', 'elmo', 'default', 'sequence_len')
+    """
+    for name, value in [
+        ("n_lstm_layers", n_lstm_layers),
+        ("num_output_representations", num_output_representations),
+    ]:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return (
+        "word_emb",
+        *(f"lstm_outputs{k}" for k in range(1, n_lstm_layers + 1)),
+        "elmo",
+        *(f"elmo_{k}" for k in range(1, num_output_representations)),
+        "default",
+        "sequence_len",
+    )
+
+
 class LSTMState(typing.NamedTuple):
     """Per-row LSTM state of both directions of every layer.
 
@@ -48,11 +76,12 @@ class ELMo(keras.Model):
         training: enables dropout.
 
     Returns:
-        A dict: ``word_emb`` ``(B, T, P)``; ``lstm_outputs1`` .. ``lstm_outputs{L}``
-        ``(B, T, 2P)``; ``elmo`` ``(B, T, 2P)``; ``default`` ``(B, 2P)``, the mean of ``elmo``
-        over real tokens; ``sequence_len`` ``(B,)`` int32; and ``state`` (an ``LSTMState``
-        after each row's last real position) when an initial state was given. Padded
-        positions are zero.
+        A dict keyed by ``output_keys(L, num_output_representations)`` for the config's L LSTM
+        layers (``word_emb``, ``lstm_outputs1`` .. ``lstm_outputs{L}``, ``elmo``, ``default``,
+        ``sequence_len``; shapes and meaning in the table of ``elmo_tf.saved_model_module``;
+        ``elmo_k`` are the extra mixes, shaped like ``elmo``; :meth:`output_shapes` gives
+        every shape), plus ``state`` (an ``LSTMState`` after each row's last real position)
+        when an initial state was given. Padded positions are zero.
 
     Example:
     >>> model = ELMo(elmo_tf.presets.preset("small"))
@@ -245,21 +274,37 @@ class ELMo(keras.Model):
         def strip(x):  # drop <S> and </S>; </S> of a shorter row lands on a masked position
             return x[:, 1 : max_len + 1] * keep
 
-        outputs = {"word_emb": strip(bilm["token_embeddings"])}
-        layers = [strip(a) for a in bilm["activations"]]
-        for k, layer in enumerate(layers[1:], start=1):
-            outputs[f"lstm_outputs{k}"] = layer
-        for k, mix in enumerate(self.scalar_mixes):
-            mixed = self.dropout(mix(layers, token_mask=token_mask), training=training) * keep
-            outputs["elmo" if k == 0 else f"elmo_{k}"] = mixed
+        layers = [strip(a) for a in bilm["activations"]]  # token layer, then each LSTM layer
+        mixed = [
+            self.dropout(mix(layers, token_mask=token_mask), training=training) * keep
+            for mix in self.scalar_mixes
+        ]
         count = tf.maximum(tf.cast(lengths, self.compute_dtype), 1.0)[:, None]
-        outputs["default"] = tf.reduce_sum(outputs["elmo"], axis=1) / count
-        outputs["sequence_len"] = lengths
+        default = tf.reduce_sum(mixed[0], axis=1) / count
+        values = [strip(bilm["token_embeddings"]), *layers[1:], *mixed, default, lengths]
+        keys = output_keys(self.config.n_lstm_layers, self.num_output_representations)
+        outputs = dict(zip(keys, values, strict=True))
         if initial_state is not None:
             outputs["state"] = bilm["state"]
         return outputs
 
     # ------------------------------------------------------------------ host
+
+    def output_shapes(self, batch_size=None, length=None):
+        """``{key: shape}`` of :meth:`call`'s outputs (without ``state``), in key order.
+
+        ``batch_size`` and ``length`` (T) fill the batch and position axes; ``None`` leaves
+        them unknown.
+        """
+        c = self.config
+        keys = output_keys(c.n_lstm_layers, self.num_output_representations)
+        shapes = {key: (batch_size, length, c.output_dim) for key in keys}
+        shapes.update(
+            word_emb=(batch_size, length, c.projection_dim),
+            default=(batch_size, c.output_dim),
+            sequence_len=(batch_size,),
+        )
+        return shapes
 
     def zero_state(self, batch_size):
         """An all-zero ``LSTMState`` for ``batch_size`` rows, as numpy arrays."""
@@ -320,27 +365,18 @@ class ELMo(keras.Model):
             token_cache_size: see :meth:`embed_batches`.
 
         Returns:
-            A dict with the keys of :meth:`call` (arrays padded to the longest sentence), or
-            ``(outputs, state)`` with ``return_state``.
+            A dict with the keys and meaning of :meth:`call`'s outputs (the table in
+            ``elmo_tf.saved_model_module``; arrays padded to the longest sentence, shapes as
+            :meth:`output_shapes` gives them), or ``(outputs, state)`` with ``return_state``.
         """
         sentences = [characters._as_token_list(s, i) for i, s in enumerate(sentences)]
         n = len(sentences)
         max_len = max((len(s) for s in sentences), default=0)
-        c = self.config
-        p2 = c.output_dim
         result = {
-            "word_emb": np.zeros([n, max_len, c.projection_dim], np.float32),
-            **{
-                f"lstm_outputs{k}": np.zeros([n, max_len, p2], np.float32)
-                for k in range(1, c.n_lstm_layers + 1)
-            },
-            **{
-                ("elmo" if k == 0 else f"elmo_{k}"): np.zeros([n, max_len, p2], np.float32)
-                for k in range(self.num_output_representations)
-            },
-            "default": np.zeros([n, p2], np.float32),
-            "sequence_len": np.array([len(s) for s in sentences], np.int32),
+            key: np.zeros(shape, np.float32)
+            for key, shape in self.output_shapes(n, max_len).items()
         }
+        result["sequence_len"] = np.array([len(s) for s in sentences], np.int32)
         if return_state and initial_state is None:
             initial_state = self.zero_state(n)
         state = None if initial_state is None else self.zero_state(n)

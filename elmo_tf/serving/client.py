@@ -104,7 +104,7 @@ def embed(
         sentences: strings of whitespace-separated tokens, or lists of tokens.
         signature: ``"default"``, ``"tokens"`` or ``"char_ids"`` (the same numbers).
         model_name: the served model's name.
-        outputs: output keys to return (default: all six).
+        outputs: output keys to return (default: all of the signature's outputs).
         version: a version number to insist on (default: the served one).
         timeout: seconds the call may take.
 
