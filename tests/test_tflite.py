@@ -131,7 +131,7 @@ def test_dynamic_range_quantization(float_model, quantized_model, golden):
     [
         (["--batch-size", "0"], "--batch-size must be a positive integer"),
         (["--max-length", "-3"], "--max-length must be a positive integer"),
-        (["--options", "x.json"], "pass both --options and --weights"),
+        (["--options", "x.json"], "--options was given without --weights; pass both"),
     ],
 )
 def test_user_errors_exit_1(flags, fragment, tmp_path, capsys):
