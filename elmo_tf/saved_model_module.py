@@ -39,8 +39,12 @@ with the same meaning.
 Padded positions are zero. Bad input (a wrong dtype or rank, or a ``sequence_len`` that is
 negative, longer than its row, or of another batch size) fails with an error naming the input.
 
-The module is also a reusable SavedModel (the ``hub.KerasLayer`` API): ``__call__(sentences,
-training)`` traced for ``training`` True and False, returning the dict above; ``variables``;
+The module is also a reusable SavedModel (the ``hub.KerasLayer`` API), called the way TF Hub's
+``google/elmo`` module is: ``__call__(sentences, training=False, as_dict=False)`` returns the
+``default`` sentence vectors ``[batch, 2P]``, so a plain ``hub.KerasLayer(path)`` is a drop-in
+for ``hub.KerasLayer("https://tfhub.dev/google/elmo/3")``; with ``as_dict=True`` (through
+``hub.KerasLayer(path, arguments={"as_dict": True}, output_key="elmo")``) it returns the dict
+above. It is traced for each combination of ``training`` and ``as_dict``. Further: ``variables``;
 ``trainable_variables`` (as chosen at export: the mix weights, all, or none); and
 ``regularization_losses`` (the paper's ``λ ||w||²`` on the mix weights, when λ > 0).
 ``elmo_config()`` returns the JSON that ``elmo_tf.ElmoLayer`` needs to rebuild the model
@@ -147,8 +151,9 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
             ],
         )
         self.__call__ = tf.function(self._call)
-        self.__call__.get_concrete_function(sentences, training=True)
-        self.__call__.get_concrete_function(sentences, training=False)
+        for training in (False, True):
+            for as_dict in (False, True):
+                self.__call__.get_concrete_function(sentences, training=training, as_dict=as_dict)
         self.elmo_config = tf.function(lambda: tf.constant(self._config_json), input_signature=[])
 
     def _run(self, char_ids, training=False):
@@ -189,9 +194,10 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
             char_ids = tf.identity(char_ids)
         return self._run(char_ids)
 
-    def _call(self, sentences, training=False):
+    def _call(self, sentences, training=False, as_dict=False):
         tokens, lengths = split_sentences(sentences)
-        return self._run(tokens_to_model_ids(tokens, lengths), training=training)
+        outputs = self._run(tokens_to_model_ids(tokens, lengths), training=training)
+        return outputs if as_dict else outputs["default"]
 
     def signatures(self):
         """The ``signatures`` argument of ``tf.saved_model.save``."""

@@ -131,7 +131,7 @@ def test_every_signature_equals_the_model(model, exported):
         outputs = {k: v.numpy() for k, v in signature(**inputs[name]).items()}
         assert set(outputs) == keys, name
         assert_reordered_dict(outputs, expected, keys=sorted(keys))
-    called = {k: v.numpy() for k, v in loaded(texts, training=False).items()}
+    called = {k: v.numpy() for k, v in loaded(texts, training=False, as_dict=True).items()}
     assert set(called) == keys
     assert_reordered_dict(called, expected, keys=sorted(keys))
 

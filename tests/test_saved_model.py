@@ -97,9 +97,15 @@ def test_reusable_savedmodel_attributes(exported, loaded):
     (penalty,) = loaded.regularization_losses
     assert_reordered(penalty().numpy(), L2 * np.sum(np.square(MIX_WEIGHTS)))
     sentences = tf.constant(["the cat sat", "hello"])
-    inference = loaded(sentences, training=False)["elmo"].numpy()
-    np.testing.assert_array_equal(loaded(sentences, training=False)["elmo"].numpy(), inference)
-    training = loaded(sentences, training=True)["elmo"].numpy()  # dropout 0.5
+    inference = loaded(sentences, training=False, as_dict=True)["elmo"].numpy()
+    np.testing.assert_array_equal(
+        loaded(sentences, training=False, as_dict=True)["elmo"].numpy(), inference
+    )
+    training = loaded(sentences, training=True, as_dict=True)["elmo"].numpy()  # dropout 0.5
+    # Called like TF Hub's elmo module, it returns the ``default`` sentence vectors.
+    default = loaded(sentences).numpy()
+    assert default.shape == (2, 32)
+    assert_same(default, loaded(sentences, training=False, as_dict=True)["default"].numpy())
     real = np.array([[True, True, True], [True, False, False]])
     assert (inference[real] != 0).all() and (inference[~real] == 0).all()
     assert 0.3 < (training[real] == 0).mean() < 0.7
@@ -251,7 +257,7 @@ def test_hub_keras_layer_fine_tunes_with_tf_keras(exported):
 import numpy as np, tensorflow as tf, tf_keras, tensorflow_hub as hub
 texts = np.array(["good fine great", "bad awful", "great good", "awful bad bad"] * 4)
 labels = np.array([1, 0, 1, 0] * 4)
-elmo = hub.KerasLayer({path!r}, trainable=True, output_key="default")
+elmo = hub.KerasLayer({path!r}, trainable=True)  # the default output, as TF Hub elmo/3
 model = tf_keras.Sequential([
     tf_keras.layers.InputLayer(input_shape=[], dtype=tf.string),
     elmo,
