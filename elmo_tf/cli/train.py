@@ -22,28 +22,6 @@ import time
 
 from elmo_tf.cli.common import CommandError, Progress
 
-# The architecture when neither --options, --preset nor --init-from is given: a small biLM
-# (3.0M weights, a 12 MB weights.hdf5) that trains on a CPU in hours (about 1,700 positions
-# per second on two cores with a 17.7k vocabulary, batch 128, unroll 20).
-DEFAULT_OPTIONS = {
-    "lstm": {
-        "use_skip_connections": True,
-        "projection_dim": 128,
-        "dim": 512,
-        "n_layers": 2,
-        "cell_clip": 3,
-        "proj_clip": 3,
-    },
-    "char_cnn": {
-        "activation": "relu",
-        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]],
-        "n_highway": 1,
-        "embedding": {"dim": 16},
-        "n_characters": 262,
-        "max_characters_per_token": 50,
-    },
-}
-
 # Flags that set one ElmoConfig field.
 _ARCHITECTURE_FLAGS = {
     "projection_dim": "projection_dim",
@@ -263,8 +241,8 @@ def _resume_plan(args, given, directory, has_checkpoint):
 
 
 def _architecture(args):
+    from elmo_tf import presets
     from elmo_tf.config import ElmoConfig, OptionsError
-    from elmo_tf.presets import preset
 
     overrides = {
         field: getattr(args, flag)
@@ -281,11 +259,11 @@ def _architecture(args):
         config = ElmoConfig.from_file(args.options)
     elif args.preset:
         try:
-            config = preset(args.preset)
+            config = presets.preset(args.preset)
         except ValueError as e:
             raise CommandError(f"--preset: {e}") from None
     else:
-        config = ElmoConfig.from_options(DEFAULT_OPTIONS)
+        config = presets.TRAINING_DEFAULT
     try:
         return dataclasses.replace(config, **overrides)
     except OptionsError as e:
