@@ -2,8 +2,8 @@
 
 import dataclasses
 import json
-import os
 
+from elmo_tf import files
 from elmo_tf.errors import TrainingPlanError
 
 
@@ -89,10 +89,5 @@ class TrainingOptions:
 
 
 def write_json(path, value):
-    """Writes ``value`` as indented JSON, replacing ``path`` atomically."""
-    path = os.fspath(path)
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Writes ``value`` as indented JSON, replacing ``path`` atomically (``files.atomic_path``)."""
+    files.write_text(path, json.dumps(value, indent=2) + "\n")
