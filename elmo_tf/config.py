@@ -4,7 +4,7 @@ import dataclasses
 import json
 import os
 
-from elmo_tf import characters
+from elmo_tf import characters, files
 from elmo_tf.errors import OptionsError
 
 ACTIVATIONS = ("relu", "tanh")
@@ -204,9 +204,8 @@ class ElmoConfig:
         }
 
     def save(self, path):
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_options(), f, indent=2)
-            f.write("\n")
+        """Writes the options.json of this config, replacing ``path`` atomically."""
+        files.write_text(path, json.dumps(self.to_options(), indent=2) + "\n")
 
     def get_config(self):
         return self.to_options()

@@ -23,12 +23,12 @@ dataset                                                 variable (transform)
 
 import dataclasses
 import os
-import tempfile
 import typing
 
 import h5py
 import numpy as np
 
+from elmo_tf import files
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import WeightFileError
 
@@ -143,25 +143,13 @@ def load_weights(model, path):
 def save_weights(model, path):
     """Writes ``model``'s weights in the official layout (readable by bilm-tf and AllenNLP).
 
-    The file is written next to ``path`` and renamed into place, so an interrupted save never
-    leaves a partial file under that name.
+    The file is written next to ``path`` and renamed into place (``files.atomic_path``), so
+    an interrupted save never leaves a partial file under that name.
     """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".hdf5.tmp", dir=directory)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would otherwise survive the rename
-    try:
-        with h5py.File(tmp, "w") as f:
-            for entry in weight_table(model):
-                value = entry.to_file(np.asarray(entry.variable.numpy(), np.float32))
-                f.create_dataset(entry.dataset, data=value)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with files.atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        for entry in weight_table(model):
+            value = entry.to_file(np.asarray(entry.variable.numpy(), np.float32))
+            f.create_dataset(entry.dataset, data=value)
 
 
 def load_pretrained(options_file, weight_file, **kwargs):

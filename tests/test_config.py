@@ -40,6 +40,13 @@ def test_presets_equal_published_options(name, file):
     assert ElmoConfig.from_options(published.to_options()) == published
 
 
+def test_training_default_is_the_bundled_models_architecture():
+    from elmo_tf import presets, pretrained
+
+    options_file, _ = pretrained.default_model_files()
+    assert presets.TRAINING_DEFAULT == ElmoConfig.from_file(options_file)
+
+
 def test_unknown_preset():
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
         elmo_tf.preset("huge")

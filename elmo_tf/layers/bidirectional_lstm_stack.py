@@ -17,7 +17,9 @@ class BidirectionalLSTMStack(keras.layers.Layer):
     without the skip. Layer ``l``'s output is ``concat(forward_l, backward_l)``.
 
     Each layer runs both directions in one ``tf.while_loop`` over time; the input half of each
-    gate matmul is done for all steps at once before the loop.
+    gate matmul is done for all steps at once before the loop. ``run_streams`` is the layer
+    loop itself, for callers that hold the backward stream already reversed and want dropout
+    between layers (the training biLM); ``call`` runs it on one input.
 
     Args:
         num_layers: layers per direction.
@@ -87,29 +89,59 @@ class BidirectionalLSTMStack(keras.layers.Layer):
     def call(self, inputs, mask, initial_state=None):
         mask = tf.cast(mask, tf.bool)
         lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
-        if initial_state is None:
-            initial_state = self.zero_state(tf.shape(inputs)[0])
-        init_cell, init_hidden = initial_state
 
         def reverse(x):
             return tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
 
-        x_forward, x_backward = inputs, reverse(inputs)
-        outputs, final_cell, final_hidden = [], [], []
+        layers, final_state = self.run_streams(inputs, reverse(inputs), mask, initial_state)
+        outputs = [tf.concat([forward, reverse(backward)], axis=-1) for forward, backward in layers]
+        return outputs, final_state
+
+    def run_streams(self, forward, backward, mask, initial_state=None, dropout=0.0, seed=None):
+        """Runs the forward stack over ``forward`` and the backward stack over ``backward``.
+
+        Both streams are read left to right, each in its own (reading) order: ``call`` passes
+        the backward stack its input reversed within each row's length; a caller that holds
+        the backward stream already reversed (the training biLM, which carries the backward
+        state from one window into the next) passes it as is.
+
+        Args:
+            forward, backward: float tensors ``(B, T, input_dim)``; zero at masked positions.
+            mask: bool tensor ``(B, T)``, a prefix of each row, shared by both streams.
+            initial_state: as in ``call``; zeros if omitted.
+            dropout: rate of the dropout on the input of every layer (so on the input
+                vectors and between layers), applied before the skip connection adds that
+                input (bilm-tf's ``DropoutWrapper(ResidualWrapper(cell))``). Stateless: the
+                masks are a function of ``seed``.
+            seed: shape-``[2]`` int tensor, needed when ``dropout > 0``; layer ``l`` of
+                direction ``d`` (0 forward) draws its mask from ``fold_in(seed, 2 * l + d)``.
+
+        Returns:
+            ``(layers, final_state)``: ``layers`` a list of ``num_layers`` pairs
+            ``(forward, backward)`` of ``(B, T, P)`` tensors in the order of their streams,
+            zero at masked positions; ``final_state`` as in ``call``.
+        """
+        if dropout and seed is None:
+            raise ValueError("dropout needs a seed")
+        mask = tf.cast(mask, tf.bool)
+        if initial_state is None:
+            initial_state = self.zero_state(tf.shape(forward)[0])
+        init_cell, init_hidden = initial_state
+        x = [forward, backward]
+        layers, final_cell, final_hidden = [], [], []
         for layer in range(self.num_layers):
+            if dropout:
+                x = [stateless_dropout(v, dropout, seed, 2 * layer + d) for d, v in enumerate(x)]
             cells = (self.forward_cells[layer], self.backward_cells[layer])
             states = [(init_cell[:, layer, d], init_hidden[:, layer, d]) for d in (0, 1)]
-            (out_forward, out_backward), states = run_directions(
-                cells, (x_forward, x_backward), mask, states
-            )
+            outputs, states = run_directions(cells, x, mask, states)
             if self.use_skip_connections and layer > 0:
-                out_forward += x_forward
-                out_backward += x_backward
-            outputs.append(tf.concat([out_forward, reverse(out_backward)], axis=-1))
+                outputs = [out + v for out, v in zip(outputs, x)]
+            x = list(outputs)
+            layers.append(tuple(outputs))
             final_cell.append(tf.stack([s[0] for s in states], axis=1))  # (B, 2, D)
             final_hidden.append(tf.stack([s[1] for s in states], axis=1))  # (B, 2, P)
-            x_forward, x_backward = out_forward, out_backward
-        return outputs, (tf.stack(final_cell, axis=1), tf.stack(final_hidden, axis=1))
+        return layers, (tf.stack(final_cell, axis=1), tf.stack(final_hidden, axis=1))
 
     def get_config(self):
         config = super().get_config()
@@ -122,6 +154,12 @@ class BidirectionalLSTMStack(keras.layers.Layer):
             use_skip_connections=self.use_skip_connections,
         )
         return config
+
+
+def stateless_dropout(x, rate, seed, site):
+    """Dropout whose mask is a function of ``seed`` (shape ``[2]``) and the integer ``site``."""
+    site_seed = tf.random.experimental.stateless_fold_in(seed, site)
+    return tf.nn.experimental.stateless_dropout(x, rate, site_seed)
 
 
 def run_directions(cells, inputs, mask, states):

@@ -3,6 +3,7 @@
 ==============================  ==========================================================
 ``vocabulary``                  ``Vocabulary``: bilm-tf's vocabulary file, built or read
 ``corpus``                      ``read_corpus``: text files -> checked integer arrays
+``plan``                        ``plan_training``: a run's settings checked, inputs read
 ``data``                        the tf.data streams (training) and windows (evaluation)
 ``log_uniform_sampler``         the sampled softmax's stateless candidate sampler
 ``bidirectional_language_model``  ``BidirectionalLanguageModel``: ELMo + shared softmax
@@ -25,6 +26,8 @@ _EXPORTS = {
     "CorpusError": "elmo_tf.training.corpus",
     "read_corpus": "elmo_tf.training.corpus",
     "TrainingOptions": "elmo_tf.training.training_options",
+    "TrainingPlan": "elmo_tf.training.plan",
+    "plan_training": "elmo_tf.training.plan",
     "LogUniformSampler": "elmo_tf.training.log_uniform_sampler",
     "BidirectionalLanguageModel": "elmo_tf.training.bidirectional_language_model",
     "Trainer": "elmo_tf.training.trainer",

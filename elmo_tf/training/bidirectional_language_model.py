@@ -4,11 +4,12 @@ import keras
 import tensorflow as tf
 
 from elmo_tf.config import ElmoConfig
-from elmo_tf.layers.bidirectional_lstm_stack import run_directions
+from elmo_tf.layers.bidirectional_lstm_stack import stateless_dropout
 from elmo_tf.models.elmo import ELMo, LSTMState
 from elmo_tf.training.log_uniform_sampler import LogUniformSampler
 
-# Dropout sites, folded into the dropout seed: the input of each LSTM layer, then the top.
+# The dropout site of the top outputs, folded into the dropout seed (the stack's layer inputs
+# use sites 0 .. 2L - 1).
 _TOP_DROPOUT_SITE = 1000
 
 
@@ -28,8 +29,8 @@ class BidirectionalLanguageModel(keras.Model):
     ``wn .. w1 <S>``). Long streams are cut into windows and each direction's LSTM state is
     carried from one window to the next (truncated back-propagation), which the stateless
     ``BidirectionalLSTMStack.call`` cannot do for the backward direction (it reverses its one
-    input inside each window); :meth:`run_lstm` therefore drives the stack's cells itself,
-    with the same loop, skip connections and masking.
+    input inside each window); :meth:`run_lstm` therefore hands the stack both streams as they
+    are (``BidirectionalLSTMStack.run_streams``, the loop ``call`` runs too).
 
     Dropout (bilm-tf's ``DropoutWrapper(input_keep_prob)`` and its dropout before the
     softmax) is applied to the input of every LSTM layer, so to the token embeddings and
@@ -129,32 +130,16 @@ class BidirectionalLanguageModel(keras.Model):
 
     def run_lstm(self, forward, backward, mask, initial_state, training=False, seed=None):
         """Both LSTM stacks over their own streams; returns the dict of :meth:`call`."""
-        bilstm = self.elmo.bilstm
-        drop = training and self.dropout_rate > 0
-        if drop and seed is None:
+        rate = self.dropout_rate if training else 0.0
+        if rate and seed is None:
             raise ValueError("training with dropout needs a seed")
-        init_cell, init_hidden = initial_state
-        x = [forward, backward]
-        final_cell, final_hidden = [], []
-        for layer in range(bilstm.num_layers):
-            if drop:
-                x = [self._dropout(v, seed, 2 * layer + d) for d, v in enumerate(x)]
-            cells = (bilstm.forward_cells[layer], bilstm.backward_cells[layer])
-            states = [(init_cell[:, layer, d], init_hidden[:, layer, d]) for d in (0, 1)]
-            outputs, states = run_directions(cells, x, mask, states)
-            if bilstm.use_skip_connections and layer > 0:
-                outputs = [o + v for o, v in zip(outputs, x)]
-            x = list(outputs)
-            final_cell.append(tf.stack([s[0] for s in states], axis=1))  # (B, 2, D)
-            final_hidden.append(tf.stack([s[1] for s in states], axis=1))  # (B, 2, P)
-        if drop:
-            x = [self._dropout(v, seed, _TOP_DROPOUT_SITE + d) for d, v in enumerate(x)]
-        state = LSTMState(tf.stack(final_cell, axis=1), tf.stack(final_hidden, axis=1))
-        return {"forward": x[0], "backward": x[1], "state": state}
-
-    def _dropout(self, x, seed, site):
-        site_seed = tf.random.experimental.stateless_fold_in(seed, site)
-        return tf.nn.experimental.stateless_dropout(x, self.dropout_rate, site_seed)
+        layers, state = self.elmo.bilstm.run_streams(
+            forward, backward, mask, initial_state, dropout=rate, seed=seed
+        )
+        x = layers[-1]
+        if rate:
+            x = [stateless_dropout(v, rate, seed, _TOP_DROPOUT_SITE + d) for d, v in enumerate(x)]
+        return {"forward": x[0], "backward": x[1], "state": LSTMState(*state)}
 
     def sampled_loss(self, outputs, targets, mask, seed):
         """Mean sampled-softmax cross-entropy over the unmasked positions.

@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+from elmo_tf import files
 from elmo_tf.errors import CheckpointError
 
 OPTIONS_FILE = "options.json"
@@ -101,10 +102,11 @@ def restore_language_model(path):
 
 
 def save_softmax(model, path):
-    """Writes the softmax ``softmax/W`` ``(V, P)`` and ``softmax/b`` ``(V,)`` to HDF5."""
+    """Writes the softmax ``softmax/W`` ``(V, P)`` and ``softmax/b`` ``(V,)`` to HDF5,
+    replacing ``path`` atomically."""
     import h5py
 
-    with h5py.File(path, "w") as f:
+    with files.atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
         f.create_dataset("softmax/W", data=np.asarray(model.softmax_weights.numpy(), np.float32))
         f.create_dataset("softmax/b", data=np.asarray(model.softmax_bias.numpy(), np.float32))
 
@@ -138,7 +140,7 @@ def load_softmax(model, path):
 def dump_weights(checkpoint, outdir):
     """Writes a checkpoint's biLM as official files: ``options.json`` (``n_characters``
     262, the inference value), ``weights.hdf5`` (bilm-tf's layout), ``vocab.txt`` and
-    ``softmax.hdf5``. Returns ``(outdir, step)``.
+    ``softmax.hdf5``, each replaced atomically. Returns ``(outdir, step)``.
     """
     import dataclasses
 

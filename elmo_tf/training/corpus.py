@@ -1,12 +1,12 @@
 """Corpus: tokenised training or held-out text, held as integer arrays."""
 
-import codecs
 import glob
 import os
 
 import numpy as np
 
-from elmo_tf.errors import CorpusError
+from elmo_tf import files
+from elmo_tf.errors import CorpusError, InputFileError
 from elmo_tf.training.vocabulary import BOS, EOS
 
 # Type ids of the sentence boundaries in every corpus (see ``Corpus``).
@@ -109,8 +109,9 @@ def read_corpus(paths, what="training"):
     """Reads UTF-8 text files with one whitespace-tokenised sentence per line.
 
     Blank lines are skipped. Every file is checked before anything else happens, so bad input
-    stops with a ``CorpusError`` naming the file: not found, empty, binary (NUL bytes), or not
-    valid UTF-8 (with the line number).
+    stops with an error naming the file: ``CorpusError`` when it is not found, empty or binary
+    (NUL bytes), ``InputFileError`` (``elmo_tf.files``) when it is unreadable or not valid
+    UTF-8 (with the line number).
     """
     files = list_files(paths, what)
     index = {BOS: BOS_TYPE, EOS: EOS_TYPE}
@@ -136,29 +137,28 @@ def read_corpus(paths, what="training"):
 
 def _read_file(path, what):
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise CorpusError(f"{path}: cannot read {what} file ({e.strerror})") from None
-    nul = data.find(b"\0")
-    if nul >= 0:
+        lines = files.read_text_lines(path, what=what)
+    except InputFileError:
+        # A corpus names a binary file by the offset of its first NUL byte, wherever it is
+        # (before any undecodable line: a binary file is the likelier mistake).
+        nul = _nul_offset(path)
+        if nul is None:
+            raise
         raise CorpusError(
             f"{path}: binary file (NUL byte at byte offset {nul}); expected UTF-8 text with "
             "one sentence per line"
-        )
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
-    sentences = []
-    for number, line in enumerate(data.splitlines(), start=1):
-        try:
-            tokens = line.decode("utf-8").split()
-        except UnicodeDecodeError as e:
-            raise CorpusError(
-                f"{path}: line {number} is not valid UTF-8 (byte 0x{line[e.start]:02x} at "
-                f"byte {e.start + 1} of the line)"
-            ) from None
-        if tokens:
-            sentences.append(tokens)
+        ) from None
+    sentences = [tokens for tokens in (line.split() for line in lines) if tokens]
     if not sentences:
         raise CorpusError(f"{path}: the {what} file is empty (no tokens)")
     return sentences
+
+
+def _nul_offset(path):
+    """The offset of the first NUL byte of ``path``; ``None`` if it has none (or is gone)."""
+    try:
+        with open(path, "rb") as f:
+            offset = f.read().find(b"\0")
+    except OSError:
+        return None
+    return offset if offset >= 0 else None

@@ -7,6 +7,7 @@ import time
 import keras
 import tensorflow as tf
 
+from elmo_tf.errors import TrainingPlanError
 from elmo_tf.models.elmo import LSTMState
 from elmo_tf.training import checkpoints, data, distribution
 from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
@@ -49,7 +50,7 @@ class Trainer:
         self.checkpoint_dir = checkpoint_dir
         replicas = self.strategy.num_replicas_in_sync
         if options.batch_size % replicas:
-            raise ValueError(
+            raise TrainingPlanError(
                 f"the batch size {options.batch_size} is not divisible by the number of "
                 f"replicas ({replicas})"
             )
@@ -94,6 +95,31 @@ class Trainer:
                 distribution.write_directory(logdir, self.strategy)
             )
         self._train_step = tf.function(self._distributed_step)
+
+    @classmethod
+    def from_plan(cls, plan, checkpoint_dir, strategy=None, logdir=None):
+        """The ``Trainer`` of a ``TrainingPlan`` (``elmo_tf.training.plan``), ready to train.
+
+        Builds the model (from ``plan.init_from``'s weights when given), writes the run's
+        files to ``checkpoint_dir`` (``write_training_files``; the chief worker only) and,
+        when ``plan.resume``, restores the newest checkpoint. ``strategy`` and ``logdir`` are
+        as in ``Trainer``.
+        """
+        tables = data.StreamTables(plan.corpus, plan.corpus.type_targets(plan.vocabulary))
+        builder = new_model(plan.config, len(plan.vocabulary), plan.options, plan.init_from)
+        trainer = cls(builder, tables, plan.options, checkpoint_dir, strategy, logdir)
+        if distribution.is_chief(trainer.strategy):
+            write_training_files(
+                checkpoint_dir,
+                plan.config,
+                plan.vocabulary,
+                plan.options,
+                plan.corpus,
+                plan.init_from,
+            )
+        if plan.resume:
+            trainer.restore()
+        return trainer
 
     # ------------------------------------------------------------------ state
 

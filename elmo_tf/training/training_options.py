@@ -2,12 +2,16 @@
 
 import dataclasses
 import json
-import os
+
+from elmo_tf import files
+from elmo_tf.errors import TrainingPlanError
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainingOptions:
     """What a training run does besides the architecture; saved beside the checkpoints.
+
+    A value out of range raises ``TrainingPlanError`` (a ``ValueError``) naming its field.
 
     Args:
         batch_size: B, streams per batch over all replicas (bilm-tf: 128 per GPU).
@@ -40,23 +44,27 @@ class TrainingOptions:
     log_every: int = 100
 
     def __post_init__(self):
+        def fail(name, expected):
+            raise TrainingPlanError(f"{name} must be {expected}, got {getattr(self, name)!r}")
+
         for name in ("batch_size", "unroll_steps", "num_sampled", "checkpoint_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.keep_checkpoints < 1 or self.log_every < 1:
-            raise ValueError("keep_checkpoints and log_every must be at least 1")
+                fail(name, "a positive integer")
+        for name in ("keep_checkpoints", "log_every"):
+            if getattr(self, name) < 1:
+                fail(name, "at least 1")
         if self.max_steps is not None and self.max_steps < 0:
-            raise ValueError(f"max_steps must be non-negative, got {self.max_steps}")
+            fail("max_steps", "non-negative")
         if self.epochs <= 0:
-            raise ValueError(f"epochs must be positive, got {self.epochs}")
+            fail("epochs", "positive")
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+            fail("dropout", "in [0, 1)")
         for name in ("learning_rate", "clip_norm"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+                fail(name, "positive")
         if self.initial_accumulator_value < 0:
-            raise ValueError("initial_accumulator_value must be non-negative")
+            fail("initial_accumulator_value", "non-negative")
 
     def total_steps(self, n_positions):
         """``max_steps``, or the steps of ``epochs`` passes over ``n_positions`` positions."""
@@ -73,7 +81,7 @@ class TrainingOptions:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - names)
         if unknown:
-            raise ValueError(f"{source}: unknown training option(s) {', '.join(unknown)}")
+            raise TrainingPlanError(f"{source}: unknown training option(s) {', '.join(unknown)}")
         return cls(**values)
 
     def replace(self, **changes):
@@ -81,10 +89,5 @@ class TrainingOptions:
 
 
 def write_json(path, value):
-    """Writes ``value`` as indented JSON, replacing ``path`` atomically."""
-    path = os.fspath(path)
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Writes ``value`` as indented JSON, replacing ``path`` atomically (``files.atomic_path``)."""
+    files.write_text(path, json.dumps(value, indent=2) + "\n")

@@ -2,8 +2,8 @@
 
 import collections
 import os
-import tempfile
 
+from elmo_tf import files
 from elmo_tf.errors import VocabularyError
 
 BOS = "<S>"
@@ -99,25 +99,14 @@ class Vocabulary:
 
     @classmethod
     def from_file(cls, path):
-        """Reads a vocabulary file; errors name the file and what is wrong."""
+        """Reads a vocabulary file; errors name the file and what is wrong.
+
+        An unreadable, binary or non-UTF-8 file raises ``InputFileError``; a file whose
+        entries do not make a vocabulary raises ``VocabularyError``.
+        """
         path = os.fspath(path)
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            raise VocabularyError(f"{path}: vocabulary file not found") from None
-        except IsADirectoryError:
-            raise VocabularyError(f"{path}: is a directory, expected a vocabulary file") from None
-        except OSError as e:
-            raise VocabularyError(f"{path}: cannot read vocabulary file ({e.strerror})") from None
-        if b"\0" in data:
-            raise VocabularyError(f"{path}: not a text file (it holds NUL bytes)")
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            raise VocabularyError(f"{path}: not valid UTF-8 (byte offset {e.start})") from None
         # bilm-tf strips each line; blank lines (a trailing newline) carry no token.
-        tokens = [line.strip() for line in text.splitlines()]
+        tokens = [line.strip() for line in files.read_text_lines(path, what="vocabulary")]
         tokens = [t for t in tokens if t]
         if not tokens:
             raise VocabularyError(f"{path}: the vocabulary file is empty")
@@ -125,20 +114,7 @@ class Vocabulary:
 
     def save(self, path):
         """Writes the vocabulary (one token per line), replacing ``path`` atomically."""
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write("".join(token + "\n" for token in self.tokens))
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would survive the rename
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        files.write_text(path, "".join(token + "\n" for token in self.tokens))
 
 
 def count_tokens(sentences):
