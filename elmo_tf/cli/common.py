@@ -85,21 +85,23 @@ class Progress:
         unit: what an item is called (``"sentences"``).
         stream: where to write (default: stderr, past TensorFlow's log filter).
         interval: minimum seconds between redraws.
+        initial: items already done (a resumed run).
     """
 
-    def __init__(self, total, unit="sentences", stream=None, interval=0.1):
+    def __init__(self, total, unit="sentences", stream=None, interval=0.1, initial=0):
         from tqdm.auto import tqdm
 
         self.total = total
         self.unit = unit
         self.stream = native_logs.unfiltered_stderr() if stream is None else stream
-        self.done = 0
+        self.done = initial
         self.tokens = 0
         self.start = time.monotonic()
         isatty = getattr(self.stream, "isatty", None)
         self.interactive = bool(isatty and isatty())
         self._bar = tqdm(
             total=total,
+            initial=initial,
             unit=f" {unit}",
             file=self.stream,
             mininterval=interval,

@@ -172,10 +172,8 @@ class _TrainingProgress(Progress):
     """``Progress`` over steps, with the running loss; on a log, a line per checkpoint."""
 
     def __init__(self, total, start, stream=None):
-        super().__init__(total, unit="steps", stream=stream)
-        self.done = start
-        self._start_step = start
         self.loss = float("nan")
+        super().__init__(total, unit="steps", stream=stream, initial=start)
 
     def step(self, metrics):
         self.loss = metrics["loss"]
@@ -184,5 +182,5 @@ class _TrainingProgress(Progress):
             self.stream.write(self._line(time.monotonic()) + f", saved {metrics['checkpoint']}\n")
             self.stream.flush()
 
-    def _line(self, now):
-        return f"{super()._line(now)}, loss {self.loss:.4f}"
+    def _postfix(self, now):
+        return f"{super()._postfix(now)}, loss {self.loss:.4f}"
