@@ -1,12 +1,12 @@
 """Held-out perplexity of a biLM with the full softmax (bilm-tf's ``test``)."""
 
-import math
 import os
 
 import numpy as np
 import tensorflow as tf
 
 from elmo_tf.training import checkpoints, data
+from elmo_tf.training.perplexity import perplexities
 
 
 def evaluate(model, corpus, vocabulary, batch_size=64, unroll_steps=20):
@@ -45,11 +45,7 @@ def evaluate(model, corpus, vocabulary, batch_size=64, unroll_steps=20):
         count += float(f_count)
     forward, backward = (float(x) for x in totals / max(count, 1.0))
     return {
-        "perplexity": math.exp(0.5 * (forward + backward)),
-        "forward_perplexity": math.exp(forward),
-        "backward_perplexity": math.exp(backward),
-        "forward_loss": forward,
-        "backward_loss": backward,
+        **perplexities(forward, backward),
         "sentences": corpus.n_sentences,
         "tokens": corpus.n_tokens,
         "predictions": int(count),

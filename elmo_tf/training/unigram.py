@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from elmo_tf.training.perplexity import perplexities
+
 
 def prediction_counts(corpus, vocabulary):
     """How often each vocabulary id is a target of each LM in one pass over ``corpus``.
@@ -70,11 +72,7 @@ def unigram_perplexity(train_corpus, heldout_corpus, vocabulary, smoothing=0.0):
         losses.append(float(-(heldout[seen] * log_p).sum() / heldout.sum()))
     forward, backward = losses
     return {
-        "perplexity": math.exp(0.5 * (forward + backward)),
-        "forward_perplexity": math.exp(forward),
-        "backward_perplexity": math.exp(backward),
-        "forward_loss": forward,
-        "backward_loss": backward,
+        **perplexities(forward, backward),
         "predictions": heldout_corpus.n_positions,
         "training_predictions": train_corpus.n_positions,
         "smoothing": float(smoothing),
