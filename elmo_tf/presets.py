@@ -69,18 +69,27 @@ def preset_files(name_or_dir):
     if name in PRESETS:
         return None
     if os.path.isdir(name):
-        files = tuple(
-            os.path.join(name, f) for f in (pretrained.OPTIONS_FILE, pretrained.WEIGHTS_FILE)
-        )
-        missing = [f for f in files if not os.path.isfile(f)]
-        if missing:
-            raise PresetError(f"{name}: a model directory needs {', '.join(missing)}")
-        return files
+        return _directory_files(name)
     raise PresetError(
         f"{name!r} is neither a bundled model ({', '.join(sorted(pretrained.BUNDLED_MODELS))}), "
         f"a published architecture ({', '.join(sorted(PRESETS))}) nor a directory with "
         f"{pretrained.OPTIONS_FILE} and {pretrained.WEIGHTS_FILE}"
     )
+
+
+# Weight file names in a model directory: ours, then simple_elmo's and the NLPL repository's.
+WEIGHT_FILE_NAMES = (pretrained.WEIGHTS_FILE, "model.hdf5")
+
+
+def _directory_files(directory):
+    options = os.path.join(directory, pretrained.OPTIONS_FILE)
+    weights = [os.path.join(directory, f) for f in WEIGHT_FILE_NAMES]
+    found = [w for w in weights if os.path.isfile(w)]
+    if not os.path.isfile(options) or not found:
+        missing = [options] if not os.path.isfile(options) else []
+        missing += [] if found else [" or ".join(weights)]
+        raise PresetError(f"{directory}: a model directory needs {', '.join(missing)}")
+    return options, found[0]
 
 
 def preset(name):
