@@ -22,6 +22,9 @@ DEFAULT_TOKEN_CACHE_SIZE = 50_000
 # Tokens per character-encoder call: bounds the CNN's (N, 50, filters) activations.
 ENCODE_CHUNK = 512
 
+# What the host side holds; see ``Embedder``.
+HOST_DTYPE = tf.float32
+
 _BOS_KEY = ("<boundary>", "bos")
 _EOS_KEY = ("<boundary>", "eos")
 
@@ -59,7 +62,13 @@ class TokenVectorCache:
 
 
 class Embedder:
-    """Runs an ``ELMo`` over Python sentences with compiled, shape-polymorphic functions."""
+    """Runs an ``ELMo`` over Python sentences with compiled, shape-polymorphic functions.
+
+    The host side (token-vector cache, framed tables, states, outputs) holds float32 whatever
+    the model's compute dtype: NumPy has no bfloat16, and a float16 or bfloat16 value survives
+    the round trip through float32 exactly, so a mixed-precision model computes what its
+    ``call`` computes. The compiled functions cast at their edges (a no-op for float32).
+    """
 
     def __init__(self, model):
         self.model = model
@@ -67,20 +76,22 @@ class Embedder:
         p = config.projection_dim
         n_chars = config.max_characters_per_token
         self.encode = tf.function(
-            lambda ids: model.character_encoder(ids),
+            lambda ids: _to_host(model.character_encoder(ids)),
             input_signature=[tf.TensorSpec([None, n_chars], tf.int32)],
         )
-        embeddings = tf.TensorSpec([None, None, p], tf.float32)
+        embeddings = tf.TensorSpec([None, None, p], HOST_DTYPE)
         lengths = tf.TensorSpec([None], tf.int32)
+        # ELMo.contextualize casts the embeddings and the state to the compute dtype.
         self.contextualize = tf.function(
-            lambda x, n: model.contextualize(x, n), input_signature=[embeddings, lengths]
+            lambda x, n: _to_host(model.contextualize(x, n)),
+            input_signature=[embeddings, lengths],
         )
         state = [
-            tf.TensorSpec([None, config.n_lstm_layers, 2, config.lstm_dim], tf.float32),
-            tf.TensorSpec([None, config.n_lstm_layers, 2, p], tf.float32),
+            tf.TensorSpec([None, config.n_lstm_layers, 2, config.lstm_dim], HOST_DTYPE),
+            tf.TensorSpec([None, config.n_lstm_layers, 2, p], HOST_DTYPE),
         ]
         self.contextualize_stateful = tf.function(
-            lambda x, n, c, h: model.contextualize(x, n, initial_state=(c, h)),
+            lambda x, n, c, h: _to_host(model.contextualize(x, n, initial_state=(c, h))),
             input_signature=[embeddings, lengths, *state],
         )
 
@@ -109,7 +120,7 @@ class Embedder:
                 index[b, j] = rows.setdefault(token, len(rows) + 1)
             index[b, len(sentence) + 1] = rows.setdefault(_EOS_KEY, len(rows) + 1)
         p = self.model.config.projection_dim
-        table = np.zeros([len(rows) + 1, p], np.float32)
+        table = np.zeros([len(rows) + 1, p], HOST_DTYPE.as_numpy_dtype)
         if rows:
             table[1:] = np.stack(self._token_vectors(list(rows), cache))
         return table[index], lengths
@@ -129,6 +140,13 @@ class Embedder:
                     embeddings, lengths, initial_state[0][indices], initial_state[1][indices]
                 )
             yield indices, tf.nest.map_structure(lambda t: t.numpy(), outputs)
+
+
+def _to_host(outputs):
+    """Casts every floating tensor of ``outputs`` to ``HOST_DTYPE`` (exact from half)."""
+    return tf.nest.map_structure(
+        lambda t: tf.cast(t, HOST_DTYPE) if t.dtype.is_floating else t, outputs
+    )
 
 
 def _key_to_ids(key):

@@ -1,6 +1,6 @@
 """How the suite compares floating-point results: every tolerance is here, each with its reason.
 
-Three kinds of comparison, and only three:
+Four kinds of comparison, and only four:
 
 1. ``assert_same``: two runs of the same arithmetic in the same order (a model and its ``.keras``
    reload, a layer and its config clone, one compiled function called twice, a TF1 session over
@@ -32,8 +32,24 @@ Three kinds of comparison, and only three:
 3. ``REFERENCE_ATOL_*``: parity with numbers computed by other programs (AllenNLP in PyTorch,
    the original bilm-tf in TF1) on other CPUs; kept as first set, see each constant.
 
-Set ``ELMO_TF_NUMERICS_LOG=path`` to append every reordered comparison's observed error (in ulps)
-to ``path`` as JSON lines: that is how the worst case above was measured.
+4. ``assert_half_precision``: a run under a Keras mixed policy (``mixed_float16``,
+   ``mixed_bfloat16``: float32 variables, float16 or bfloat16 maths) against the float32 run
+   of the same weights. Every input, weight read and intermediate is rounded to the half
+   format, whose machine epsilon is 2**-10 (float16) or 2**-7 (bfloat16) instead of 2**-23,
+   so the bound has the same form as (2) with the half-precision epsilon:
+
+       |actual - expected| <= HALF_PRECISION_ULPS * eps_half * max(1, max|expected|)
+
+   Measured worst case over every layer test and the tiny ELMo (call, embed, carried state),
+   oneDNN on (AVX-512 with FP16/BF16/AMX) and off, 1 or 2 intra-op threads: 4.3 ulps for
+   float16 (the LSTM cell state, clipped at 3) and 5.4 for bfloat16 (oneDNN off).
+   HALF_PRECISION_ULPS = 24 leaves a factor of 4.4; a quantity that overflows or underflows
+   in float16 (a sum past 65504, an epsilon below 6e-8) gives inf or NaN and fails outright.
+   (Under a capped ``ONEDNN_MAX_CPU_ISA`` these runs are skipped: see ``layer_checks``.)
+
+Set ``ELMO_TF_NUMERICS_LOG=path`` to append every reordered or half-precision comparison's
+observed error (in ulps of its dtype) to ``path`` as JSON lines: that is how the worst cases above
+were measured.
 """
 
 import json
@@ -44,6 +60,11 @@ import numpy as np
 EPS32 = float(np.finfo(np.float32).eps)  # 2**-23: one ulp of 1.0 in float32
 
 REORDER_ULPS = 32
+
+# One ulp of 1.0 in the compute dtypes of Keras's mixed policies (10 and 7 mantissa bits).
+HALF_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7}
+# Measured worst case 5.4 ulps of scale (bfloat16, oneDNN off); see (4) in the docstring.
+HALF_PRECISION_ULPS = 24
 
 # AllenNLP's golden outputs (PyTorch, float32 on another CPU): observed <= 3.8e-6 on values up
 # to ~5, i.e. the same reordering effect over two frameworks' kernels.
@@ -69,7 +90,7 @@ def assert_reordered(actual, expected, err_msg=""):
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"{err_msg}: shape {actual.shape} != {expected.shape}"
     atol = reorder_atol(expected)
-    _log(actual, expected, atol)
+    _log(actual, expected, ulp=atol / REORDER_ULPS, dtype="float32")
     np.testing.assert_allclose(actual, expected, rtol=0, atol=atol, err_msg=err_msg)
 
 
@@ -82,15 +103,34 @@ def assert_reordered_dict(actual, expected, keys=None):
         assert_reordered(actual[key], expected[key], err_msg=str(key))
 
 
-def _log(actual, expected, atol):
+def half_precision_atol(expected, dtype):
+    """The absolute tolerance ``assert_half_precision`` allows for ``expected`` in ``dtype``."""
+    expected = np.asarray(expected, dtype=np.float64)
+    scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+    return HALF_PRECISION_ULPS * HALF_EPS[str(dtype)] * scale
+
+
+def assert_half_precision(actual, expected, dtype, err_msg=""):
+    """A float16/bfloat16 computation against its float32 twin; see the module docstring."""
+    actual = np.asarray(actual, dtype=np.float32)
+    expected = np.asarray(expected)
+    assert actual.shape == expected.shape, f"{err_msg}: shape {actual.shape} != {expected.shape}"
+    atol = half_precision_atol(expected, dtype)
+    _log(actual, expected, ulp=atol / HALF_PRECISION_ULPS, dtype=str(dtype))
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=atol, err_msg=err_msg)
+
+
+def _log(actual, expected, ulp, dtype):
+    """``ulp``: one ulp of the comparison's scale in ``dtype``."""
     path = os.environ.get("ELMO_TF_NUMERICS_LOG")
     if not path or expected.size == 0:
         return
     error = float(np.abs(actual.astype(np.float64) - expected.astype(np.float64)).max())
     record = {
         "test": os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0],
+        "dtype": dtype,
         "max_abs_error": error,
-        "ulps_of_scale": error / (atol / REORDER_ULPS),
+        "ulps_of_scale": error / ulp,
         "isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "default"),
         "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"),
         "threads": os.environ.get("TF_NUM_INTRAOP_THREADS", "default"),

@@ -3,8 +3,8 @@
 import keras
 import numpy as np
 import pytest
-from layer_checks import run_layer_checks
-from numerics import assert_reordered, assert_same
+from layer_checks import MIXED_POLICIES, run_layer_test, skip_if_onednn_isa_capped
+from numerics import assert_half_precision, assert_reordered, assert_same
 
 from elmo_tf.layers import (
     BidirectionalLSTMStack,
@@ -27,12 +27,26 @@ def _sigmoid(x):
 
 def test_char_embedding(tmp_path):
     ids = RNG.integers(0, 262, size=(3, 50)).astype("int32")
-    run_layer_checks(CharEmbedding, {"embedding_dim": 4}, ids, (3, 50, 4), tmp_path)
+    run_layer_test(
+        CharEmbedding,
+        {"embedding_dim": 4},
+        ids,
+        (3, 50, 4),
+        tmp_path,
+        expected_num_trainable_weights=1,
+    )
 
 
 def test_char_cnn_formula(tmp_path):
     x = RNG.normal(size=(3, 50, 4)).astype("float32")
-    run_layer_checks(CharCNN, {"filters": [[1, 2], [3, 5]]}, x, (3, 7), tmp_path)
+    run_layer_test(
+        CharCNN,
+        {"filters": [[1, 2], [3, 5]]},
+        x,
+        (3, 7),
+        tmp_path,
+        expected_num_trainable_weights=4,
+    )
     layer = CharCNN([[2, 3]], activation="tanh")
     out = layer(x).numpy()
     kernel, bias = layer.kernels[0].numpy(), layer.biases[0].numpy()
@@ -42,7 +56,7 @@ def test_char_cnn_formula(tmp_path):
 
 def test_highway_formula(tmp_path):
     x = RNG.normal(size=(5, 6)).astype("float32")
-    run_layer_checks(Highway, {}, x, (5, 6), tmp_path)
+    run_layer_test(Highway, {}, x, (5, 6), tmp_path, expected_num_trainable_weights=4)
     layer = Highway()
     layer(x)
     for w in layer.weights:
@@ -60,7 +74,10 @@ def test_character_encoder(tmp_path):
         "n_highway": 2,
         "projection_dim": 5,
     }
-    run_layer_checks(CharacterEncoder, kwargs, ids, (4, 5), tmp_path)
+    # embedding 1 + CNN 2 * 2 + highway 2 * 4 + projection 2
+    run_layer_test(
+        CharacterEncoder, kwargs, ids, (4, 5), tmp_path, expected_num_trainable_weights=15
+    )
     # bilm-tf has no projection when the CNN width equals P.
     assert CharacterEncoder([[1, 4], [2, 4]], 3, 1, projection_dim=8).projection is None
 
@@ -77,7 +94,15 @@ def _cell_numpy(cell, x, c, h):
     return c, h
 
 
-def test_lstm_cell_formula_and_keras_rnn(tmp_path):
+def test_lstm_cell_in_keras_rnn(tmp_path):
+    x = RNG.normal(size=(2, 5, 3)).astype("float32")
+    cell = LSTMCellWithProjection(8, 4, cell_clip=0.5, proj_clip=0.3)
+    kwargs = {"cell": cell, "return_sequences": True, "return_state": True}
+    shapes = [(2, 5, 4), (2, 8), (2, 4)]  # outputs, c, h
+    run_layer_test(keras.layers.RNN, kwargs, x, shapes, tmp_path, expected_num_trainable_weights=3)
+
+
+def test_lstm_cell_formula_and_keras_rnn():
     cell = LSTMCellWithProjection(8, 4, cell_clip=0.5, proj_clip=0.3)
     rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     x = RNG.normal(size=(2, 5, 3)).astype("float32")
@@ -95,13 +120,38 @@ def test_lstm_cell_formula_and_keras_rnn(tmp_path):
     assert clone.get_config() == cell.get_config()
 
 
+def _lengths_mask(lengths, max_len):
+    return np.arange(max_len)[None, :] < np.array(lengths)[:, None]
+
+
+@pytest.mark.slow
+def test_bidirectional_stack(tmp_path):
+    mask = _lengths_mask([5, 3], 5)
+    x = RNG.normal(size=(2, 5, 4)).astype("float32") * mask[..., None]
+    kwargs = {"num_layers": 2, "units": 8, "projection_units": 4, "cell_clip": 3.0}
+    outputs = [(2, 5, 8), (2, 5, 8)]
+    state = ((2, 2, 2, 8), (2, 2, 2, 4))  # cell, hidden
+    state_symbolic = ((None, 2, 2, 8), (None, 2, 2, 4))
+    run_layer_test(
+        BidirectionalLSTMStack,
+        kwargs,
+        x,
+        (outputs, state),
+        tmp_path,
+        call_kwargs={"mask": mask},
+        expected_num_trainable_weights=12,  # 2 layers * 2 directions * 3
+        # The loop over time runs for tf.shape(mask)[1] steps: the static length is lost.
+        expected_symbolic_shape=([(None, None, 8)] * 2, state_symbolic),
+    )
+
+
 def test_bidirectional_stack_matches_keras_rnn_and_reverses_within_length():
     stack = BidirectionalLSTMStack(2, 8, 4, cell_clip=3.0, proj_clip=3.0)
     stack.build((None, None, 4))
     for w in stack.weights:
         w.assign(RNG.normal(scale=0.5, size=w.shape).astype("float32"))
     lengths = [5, 3]
-    mask = np.arange(5)[None, :] < np.array(lengths)[:, None]
+    mask = _lengths_mask(lengths, 5)
     x = RNG.normal(size=(2, 5, 4)).astype("float32") * mask[..., None]
     outputs, (cell_state, hidden_state) = stack(x, mask)
     assert [tuple(o.shape) for o in outputs] == [(2, 5, 8), (2, 5, 8)]
@@ -124,6 +174,39 @@ def test_bidirectional_stack_matches_keras_rnn_and_reverses_within_length():
     # the final backward hidden state is the backward output at position 0
     assert_same(hidden_state[:, 0, 1], outputs[0].numpy()[:, 0, 4:])
     assert tuple(cell_state.shape) == (2, 2, 2, 8)
+
+
+def test_scalar_mix(tmp_path):
+    layers = [RNG.normal(size=(2, 3, 4)).astype("float32") for _ in range(3)]
+    kwargs = {"num_layers": 3, "do_layer_norm": True, "l2_coefficient": 0.1}
+    call_kwargs = {"token_mask": _lengths_mask([2, 1], 3)}
+    run_layer_test(
+        ScalarMix,
+        kwargs,
+        layers,
+        (2, 3, 4),
+        tmp_path,
+        call_kwargs=call_kwargs,
+        expected_num_trainable_weights=2,
+    )
+
+
+@skip_if_onednn_isa_capped
+@pytest.mark.parametrize("policy", MIXED_POLICIES)
+def test_scalar_mix_layer_norm_in_half_precision(policy):
+    compute_dtype = keras.DTypePolicy(policy).compute_dtype
+    # Every sentence empty: the variance is 0, so only the epsilon (1e-12, which is 0 in
+    # float16) keeps 0 / sqrt(0 + eps) from being NaN.
+    zeros = [np.zeros([2, 3, 4], "float32")] * 3
+    empty = np.zeros([2, 3], bool)
+    mixed = ScalarMix(3, do_layer_norm=True, dtype=policy)(zeros, token_mask=empty)
+    assert_same(keras.ops.cast(mixed, "float32"), zeros[0])
+    # 2 * 100 * 400 = 80,000 elements of mean square 1: their float16 sum is past 65504.
+    layers = [RNG.normal(size=(2, 100, 400)).astype("float32") for _ in range(3)]
+    mask = np.ones([2, 100], bool)
+    half = ScalarMix(3, do_layer_norm=True, dtype=policy)(layers, token_mask=mask)
+    full = ScalarMix(3, do_layer_norm=True)(layers, token_mask=mask)
+    assert_half_precision(keras.ops.cast(half, "float32"), full, compute_dtype)
 
 
 def test_scalar_mix_formula_and_layer_norm():

@@ -4,7 +4,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from numerics import assert_reordered, assert_same
+from layer_checks import MIXED_POLICIES, skip_if_onednn_isa_capped
+from numerics import assert_half_precision, assert_reordered, assert_same
 
 import elmo_tf
 
@@ -166,3 +167,43 @@ def test_get_config_and_keras_save_round_trip(tiny_model, tmp_path):
     restored = keras.models.load_model(path)
     ids = elmo_tf.batch_to_ids(SENTENCES)
     assert_same(restored(ids)["elmo"], tiny_model(ids)["elmo"])
+
+
+@skip_if_onednn_isa_capped
+@pytest.mark.parametrize("policy", MIXED_POLICIES)
+def test_mixed_precision_call_and_embed(tiny_files, policy):
+    compute_dtype = keras.DTypePolicy(policy).compute_dtype
+    kwargs = {"do_layer_norm": True, "num_output_representations": 2}
+    full = elmo_tf.load_pretrained(*tiny_files, **kwargs)
+    half = elmo_tf.load_pretrained(*tiny_files, dtype=policy, **kwargs)
+    assert {layer.dtype_policy.name for layer in half._flatten_layers()} == {policy}
+    assert {weight.dtype for weight in half.weights} == {"float32"}
+    ids = elmo_tf.batch_to_ids(SENTENCES)
+    called, expected_called = half(ids), full(ids)
+    # batch_size=2 puts the empty sentence in a batch of its own: every position masked, so
+    # the layer norm's variance is 0 and only its epsilon keeps the mix finite. (The layer
+    # norm's moments span a batch, so embed is compared with embed, call with call.)
+    embedded, state = half.embed(SENTENCES, batch_size=2, return_state=True)
+    expected, expected_state = full.embed(SENTENCES, batch_size=2, return_state=True)
+    for key, value in expected.items():
+        if key == "sequence_len":
+            assert_same(called[key], value)
+            assert_same(embedded[key], value)
+            continue
+        assert called[key].dtype == compute_dtype, key
+        assert embedded[key].dtype == np.float32, key
+        pairs = [
+            (tf.cast(called[key], tf.float32).numpy(), expected_called[key].numpy()),
+            (embedded[key], value),
+        ]
+        for actual, reference in pairs:
+            assert np.isfinite(actual).all(), key
+            assert_half_precision(actual, reference, compute_dtype, err_msg=key)
+    for actual, value in zip(state, expected_state):
+        assert actual.dtype == np.float32
+        assert_half_precision(actual, value, compute_dtype)
+    # the state goes back in (float32 on the host, the compute dtype inside)
+    carried = half.embed(SENTENCES[::-1], initial_state=state)["elmo"]
+    assert_half_precision(
+        carried, full.embed(SENTENCES[::-1], initial_state=expected_state)["elmo"], compute_dtype
+    )

@@ -58,6 +58,7 @@ def _assert_outputs_equal(outputs, expected):
     assert_reordered_dict(outputs, expected, keys=OUTPUT_KEYS)
 
 
+@pytest.mark.slow
 def test_layout_and_cli(exported, tiny_files, tmp_path):
     _, path = exported
     assert os.path.basename(path) == "1"
@@ -132,6 +133,7 @@ def test_tf1_session_loader_like_tf_serving(exported, golden):
             _assert_outputs_equal(outputs, expected)
 
 
+@pytest.mark.slow
 def test_loads_without_tensorflow_text(exported):
     _, path = exported
     script = (
@@ -149,6 +151,7 @@ def test_loads_without_tensorflow_text(exported):
     assert "(1, 3, 32)" in result.stdout
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_signatures(exported):
     _, path = exported
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
@@ -194,6 +197,7 @@ def _classifier_data():
     return tf.constant(texts), dataset
 
 
+@pytest.mark.slow
 def test_elmo_layer_fine_tunes_in_functional_and_sequential_models(exported, tmp_path):
     _, path = exported
     texts, dataset = _classifier_data()

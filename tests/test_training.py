@@ -312,6 +312,7 @@ def test_carried_state_equals_one_long_window():
 # --------------------------------------------------------------------------- training
 
 
+@pytest.mark.slow
 def test_loss_goes_down(corpus_file, tmp_path):
     trainer, corpus, vocab = make_trainer(corpus_file, tmp_path / "ckpt", options(dropout=0.0))
     before = evaluate(trainer.model, corpus, vocab, batch_size=4, unroll_steps=5)
@@ -357,6 +358,7 @@ def test_resume_is_exact(corpus_file, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_cli_train_resume_logs_and_refusals(corpus_file, tmp_path, capsys):
     ckpt = tmp_path / "ckpt"
     base = ["train", corpus_file, "--checkpoint-dir", ckpt, *ARCH, *FAST]
@@ -388,6 +390,7 @@ def test_cli_train_resume_logs_and_refusals(corpus_file, tmp_path, capsys):
 
 
 @pytest.mark.numerics
+@pytest.mark.slow
 def test_dump_weights_loads_with_load_pretrained(corpus_file, tmp_path, capsys):
     ckpt, out = tmp_path / "ckpt", tmp_path / "out"
     argv = ["train", corpus_file, "--checkpoint-dir", ckpt, *ARCH, *FAST, "--max-steps", "2"]
@@ -421,6 +424,7 @@ def test_dump_weights_loads_with_load_pretrained(corpus_file, tmp_path, capsys):
     assert result["predictions"] == held.n_positions
 
 
+@pytest.mark.slow
 def test_init_from_official_weights(tmp_path, capsys):
     corpus = make_corpus(tmp_path / "news.txt", words=["the", "swine", "flu", "virus", "."])
     ckpt, out = tmp_path / "ckpt", tmp_path / "out"

@@ -66,6 +66,7 @@ class BidirectionalLSTMStack(keras.layers.Layer):
                     projection_units,
                     cell_clip=cell_clip,
                     proj_clip=proj_clip,
+                    dtype=self.dtype_policy,
                     name=f"{direction}_{layer}",
                 )
                 for layer in range(num_layers)

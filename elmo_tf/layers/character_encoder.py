@@ -47,14 +47,25 @@ class CharacterEncoder(keras.layers.Layer):
         self.num_characters = num_characters
         self.n_filters = sum(n for _, n in self.filters)
 
+        # Sublayers share this layer's dtype policy: Keras gives a sublayer the global policy
+        # otherwise, and a float32 sublayer inside a mixed-precision encoder would cast back.
         self.char_embedding = CharEmbedding(
-            char_embedding_dim, num_characters=num_characters, name="char_embedding"
+            char_embedding_dim,
+            num_characters=num_characters,
+            dtype=self.dtype_policy,
+            name="char_embedding",
         )
-        self.cnn = CharCNN(self.filters, activation=activation, name="char_cnn")
-        self.highways = [Highway(name=f"highway_{k}") for k in range(n_highway)]
+        self.cnn = CharCNN(
+            self.filters, activation=activation, dtype=self.dtype_policy, name="char_cnn"
+        )
+        self.highways = [
+            Highway(dtype=self.dtype_policy, name=f"highway_{k}") for k in range(n_highway)
+        ]
         self.projection = None
         if self.n_filters != projection_dim:
-            self.projection = keras.layers.Dense(projection_dim, name="projection")
+            self.projection = keras.layers.Dense(
+                projection_dim, dtype=self.dtype_policy, name="projection"
+            )
 
     def build(self, input_shape):
         n_chars = input_shape[-1]

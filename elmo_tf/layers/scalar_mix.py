@@ -9,7 +9,8 @@ class ScalarMix(keras.layers.Layer):
 
     With ``do_layer_norm`` each layer is first normalised with the mean and variance of *all*
     its unmasked elements (one scalar pair per sentence batch, as bilm-tf's ``weight_layers``
-    and AllenNLP's ``ScalarMix`` do), not per position.
+    and AllenNLP's ``ScalarMix`` do), not per position. The normalisation runs in float32 under
+    any dtype policy; the mix runs in the compute dtype.
 
     Args:
         num_layers: number of tensors mixed.
@@ -67,12 +68,19 @@ class ScalarMix(keras.layers.Layer):
         if self.do_layer_norm:
             if token_mask is None:
                 raise ValueError("ScalarMix with do_layer_norm=True needs a token_mask")
-            mask = keras.ops.cast(token_mask, inputs[0].dtype)[..., None]  # (B, T, 1)
+            # The moments are taken in float32 whatever the compute dtype (as Keras's
+            # LayerNormalization does): a float16 sum over B * T * dim elements overflows
+            # (max 65504), and the epsilon 1e-12 underflows to 0 in float16 (smallest
+            # subnormal ~6e-8), so an all-masked batch would give 0 / 0.
+            mask = keras.ops.cast(token_mask, "float32")[..., None]  # (B, T, 1)
             count = keras.ops.maximum(
-                keras.ops.sum(mask) * keras.ops.cast(keras.ops.shape(inputs[0])[-1], mask.dtype),
+                keras.ops.sum(mask) * keras.ops.cast(keras.ops.shape(inputs[0])[-1], "float32"),
                 1.0,
             )
-            inputs = [_layer_norm(x, mask, count) for x in inputs]
+            inputs = [
+                keras.ops.cast(_layer_norm(keras.ops.cast(x, "float32"), mask, count), x.dtype)
+                for x in inputs
+            ]
         mixed = weights[0] * inputs[0]
         for k in range(1, self.num_layers):
             mixed = mixed + weights[k] * inputs[k]

@@ -68,6 +68,9 @@ class ELMo(keras.Model):
         l2_coefficient: λ of the paper's penalty on the mix weights (0: none).
         dropout: dropout rate on the mixed representations during training.
         dedupe_tokens: encode each distinct token of a batch once (same numbers, less work).
+        **kwargs: ``keras.Model`` arguments. ``dtype="mixed_float16"`` or ``"mixed_bfloat16"``
+            keeps the variables in float32 and computes in half precision; :meth:`embed`
+            still returns float32 arrays.
 
     Call arguments:
         inputs: int tensor ``(B, T, 50)`` of character ids (``elmo_tf.batch_to_ids``), zero
@@ -110,12 +113,14 @@ class ELMo(keras.Model):
         self.dropout_rate = dropout
         self.dedupe_tokens = dedupe_tokens
 
+        # Every sublayer gets this model's dtype policy (Keras would give it the global one).
         self.character_encoder = CharacterEncoder(
             filters=config.filters,
             char_embedding_dim=config.char_embedding_dim,
             n_highway=config.n_highway,
             projection_dim=config.projection_dim,
             activation=config.activation,
+            dtype=self.dtype_policy,
             name="character_encoder",
         )
         self.bilstm = BidirectionalLSTMStack(
@@ -125,6 +130,7 @@ class ELMo(keras.Model):
             cell_clip=config.cell_clip,
             proj_clip=config.proj_clip,
             use_skip_connections=config.use_skip_connections,
+            dtype=self.dtype_policy,
             name="bilstm",
         )
         self.scalar_mixes = [
@@ -132,11 +138,12 @@ class ELMo(keras.Model):
                 config.n_lstm_layers + 1,
                 do_layer_norm=do_layer_norm,
                 l2_coefficient=l2_coefficient,
+                dtype=self.dtype_policy,
                 name=f"scalar_mix_{k}",
             )
             for k in range(num_output_representations)
         ]
-        self.dropout = keras.layers.Dropout(dropout, name="dropout")
+        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self._embedder = None
         self.build()
 
@@ -235,9 +242,7 @@ class ELMo(keras.Model):
     def _bilm_from_embeddings(self, token_embeddings, lengths, initial_state=None):
         mask = tf.sequence_mask(lengths + 2, maxlen=tf.shape(token_embeddings)[1])
         if initial_state is not None:
-            initial_state = tuple(
-                tf.convert_to_tensor(s, dtype=self.compute_dtype) for s in initial_state
-            )
+            initial_state = tuple(tf.cast(s, self.compute_dtype) for s in initial_state)
         lstm_outputs, state = self.bilstm(token_embeddings, mask, initial_state=initial_state)
         activations = [tf.concat([token_embeddings, token_embeddings], axis=-1)] + lstm_outputs
         return {
@@ -266,6 +271,8 @@ class ELMo(keras.Model):
             initial_state: optional ``LSTMState``.
         """
         lengths = tf.convert_to_tensor(lengths, tf.int32)
+        # Called directly (the embed path), not through Keras's autocasting __call__.
+        token_embeddings = tf.cast(token_embeddings, self.compute_dtype)
         bilm = self._bilm_from_embeddings(token_embeddings, lengths, initial_state)
         max_len = tf.shape(token_embeddings)[1] - 2
         token_mask = tf.sequence_mask(lengths, maxlen=max_len)  # (B, T)
