@@ -221,7 +221,7 @@ class ElmoConfig:
             what = f"has {value} parameters" if key is None else f"is {value}"
             raise _InvalidValue(
                 key,
-                f"{what}, above the limit of {limits[limit]} {limit} (raise it with "
+                f"{what}, above the {limit} limit of {limits[limit]} (raise it with "
                 f"size_limits={{'{limit}': ...}} or {SIZE_LIMIT_ENV[limit]})",
             )
 
@@ -350,7 +350,9 @@ class ElmoConfig:
         try:
             options = json.loads(data.decode("utf-8-sig"))  # a BOM from a Windows editor
         except UnicodeDecodeError as e:
-            raise OptionsError(f"{path}: not a valid JSON options file (not UTF-8: {e})") from None
+            raise OptionsError(
+                f"{path}: not a valid JSON options file (not UTF-8 text: byte {e.start})"
+            ) from None
         except RecursionError:
             raise OptionsError(
                 f"{path}: not a valid JSON options file (nested too deeply)"

@@ -199,10 +199,13 @@ def test_deeply_nested_json(tmp_path):
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda o: o["lstm"].update(dim=10**6), "'lstm.dim' is 1000000, above the limit of 32768"),
+        (
+            lambda o: o["lstm"].update(dim=10**6),
+            "'lstm.dim' is 1000000, above the dimension limit of 32768",
+        ),
         (
             lambda o: o["lstm"].update(projection_dim=10**6),
-            "'lstm.projection_dim' is 1000000, above the limit of 32768 dimension",
+            "'lstm.projection_dim' is 1000000, above the dimension limit of 32768",
         ),
         (
             lambda o: o["char_cnn"]["embedding"].update(dim=10**6),
@@ -210,13 +213,16 @@ def test_deeply_nested_json(tmp_path):
         ),
         (lambda o: o["char_cnn"].update(filters=[[1, 10**6]]), "'char_cnn.filters' is 1000000"),
         (lambda o: o["char_cnn"].update(filters=[[1, 30_000]] * 2), "'char_cnn.filters' is 60000"),
-        (lambda o: o["lstm"].update(n_layers=10**6), "'lstm.n_layers' is 1000000, above the limit"),
+        (
+            lambda o: o["lstm"].update(n_layers=10**6),
+            "'lstm.n_layers' is 1000000, above the layers limit of 32",
+        ),
         (lambda o: o["char_cnn"].update(n_highway=10**9), "'char_cnn.n_highway' is 1000000000"),
         (lambda o: o["char_cnn"].update(filters=[[1, 1]] * 33), "'char_cnn.filters' is 33, above"),
         (lambda o: o["lstm"].update(dim=10**400), "'lstm.dim' is 1000000000000000000000000000"),
         (
             lambda o: o["lstm"].update(dim=32_000, projection_dim=32_000),
-            "the model has 36866091120 parameters, above the limit of 1000000000 parameters "
+            "the model has 36866091120 parameters, above the parameters limit of 1000000000 "
             "\\(raise it with size_limits={'parameters': ...} or ELMO_TF_MAX_PARAMETERS\\)",
         ),
     ],
@@ -242,7 +248,7 @@ def test_size_limits_can_be_raised(tmp_path, monkeypatch):
     assert ElmoConfig.from_file(path, size_limits={"layers": None}).n_lstm_layers == 40
     monkeypatch.setenv("ELMO_TF_MAX_LAYERS", "64")
     assert ElmoConfig.from_file(path).n_lstm_layers == 40
-    with pytest.raises(OptionsError, match="'lstm.n_layers' is 40, above the limit of 39"):
+    with pytest.raises(OptionsError, match="'lstm.n_layers' is 40, above the layers limit of 39"):
         ElmoConfig.from_file(path, size_limits={"layers": 39})  # the argument wins
     monkeypatch.setenv("ELMO_TF_MAX_LAYERS", "lots")
     with pytest.raises(OptionsError, match="ELMO_TF_MAX_LAYERS: must be an integer, got 'lots'"):
@@ -269,7 +275,10 @@ def test_options_file_faults_are_one_line_naming_the_file(tmp_path):
             _write_text(tmp_path, (TINY / "options.json").read_text()[:40], "cut.json"),
             "not a valid JSON options file",
         ),
-        "hdf5": (TINY / "weights.hdf5", "not a valid JSON options file \\(not UTF-8"),
+        "hdf5": (
+            TINY / "weights.hdf5",
+            "not a valid JSON options file \\(not UTF-8 text: byte 0\\)",
+        ),
         "huge": (
             _write_text(tmp_path, " " * (2 << 20) + "{}", "huge.json"),
             "larger than 1048576 bytes, not an options file",

@@ -401,7 +401,9 @@ def test_unreadable_weight_file(tiny_model, tmp_path):
 
 
 def test_load_pretrained_passes_size_limits(tiny_files):
-    with pytest.raises(elmo_tf.errors.OptionsError, match="'lstm.dim' is 32, above the limit"):
+    with pytest.raises(
+        elmo_tf.errors.OptionsError, match="'lstm.dim' is 32, above the dimension limit of 31"
+    ):
         elmo_tf.load_pretrained(*tiny_files, size_limits={"dimension": 31})
     model = elmo_tf.load_pretrained(*tiny_files, size_limits={"parameters": 30_848})
     assert model.config.parameter_count == 30_848
