@@ -1,25 +1,88 @@
-"""ElmoConfig: the architecture described by an official ``options.json``."""
+"""ElmoConfig: the architecture described by an official ``options.json``.
+
+An options file is untrusted input: it decides how much memory the model takes, so its sizes
+are bounded before anything is built. ``SIZE_LIMITS`` holds the defaults:
+
+* ``parameters``: total weights of the biLM (1e9, about 4 GB of float32; the published
+  'original' 2x4096_512 model has 93.6M);
+* ``dimension``: each width (``char_cnn.embedding.dim``, each filter count and their sum,
+  ``lstm.projection_dim``, ``lstm.dim``; 32768, the 'original' model's largest is 4096);
+* ``layers``: ``lstm.n_layers``, ``char_cnn.n_highway`` and the number of CNN filters (32).
+
+Raise them for a larger model with ``size_limits={"parameters": ...}`` (``None`` lifts a
+limit), accepted by ``from_file``, ``from_options`` and ``elmo_tf.load_pretrained``, or with
+the environment variables ``ELMO_TF_MAX_PARAMETERS``, ``ELMO_TF_MAX_DIMENSION`` and
+``ELMO_TF_MAX_LAYERS`` (which also reach the ``elmo-tf`` command). The argument wins over the
+environment.
+"""
 
 import dataclasses
 import json
+import math
+import numbers
 import os
+import reprlib
 
 from elmo_tf import characters, files
 from elmo_tf.errors import OptionsError
 
 ACTIVATIONS = ("relu", "tanh")
 
+SIZE_LIMITS = {"parameters": 1_000_000_000, "dimension": 32_768, "layers": 32}
+SIZE_LIMIT_ENV = {
+    "parameters": "ELMO_TF_MAX_PARAMETERS",
+    "dimension": "ELMO_TF_MAX_DIMENSION",
+    "layers": "ELMO_TF_MAX_LAYERS",
+}
+# An official options.json is a few hundred bytes; reading stops well before memory is at risk.
+MAX_OPTIONS_BYTES = 1 << 20
+
+_short = reprlib.Repr()
+_short.maxstring = _short.maxother = 40
+_short.maxlist = _short.maxdict = 8
+_short.maxlevel = 3
+
+
+def _show(value, limit=120):
+    """``repr(value)`` cut short: a crafted file must not make an error message huge."""
+    try:
+        text = _short.repr(value)
+    except ValueError:  # an int too long for str() (sys.get_int_max_str_digits)
+        return "<a very large integer>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def current_size_limits(overrides=None):
+    """The limits in force: ``SIZE_LIMITS``, then the environment, then ``overrides``."""
+    limits = dict(SIZE_LIMITS)
+    for name, variable in SIZE_LIMIT_ENV.items():
+        text = os.environ.get(variable)
+        if text is None:
+            continue
+        try:
+            limits[name] = int(text)
+        except ValueError:
+            raise OptionsError(f"{variable}: must be an integer, got {_show(text)}") from None
+    for name, value in (overrides or {}).items():
+        if name not in SIZE_LIMITS:
+            raise OptionsError(f"size_limits: unknown limit {name!r}, expected {list(SIZE_LIMITS)}")
+        if value is not None and not _is_int(value):
+            raise OptionsError(f"size_limits: {name!r} must be an integer or None, got {value!r}")
+        limits[name] = math.inf if value is None else value  # None: no limit
+    return limits
+
 
 class _InvalidValue(OptionsError):
     """A value that failed validation; ``from_options`` names the file it came from."""
 
     def __init__(self, key, message):
-        super().__init__(f"ElmoConfig: '{key}' {message}")
         self.key = key
         self.message = message
+        super().__init__(str(self.from_source("ElmoConfig")))
 
     def from_source(self, source):
-        return OptionsError(f"{source}: '{self.key}' {self.message}")
+        subject = "the model" if self.key is None else f"'{self.key}'"
+        return OptionsError(f"{source}: {subject} {self.message}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +118,14 @@ class ElmoConfig:
     n_characters: int = characters.NUM_CHAR_IDS
 
     def __post_init__(self):
-        object.__setattr__(self, "filters", tuple(tuple(int(v) for v in f) for f in self.filters))
+        try:
+            filters = tuple(tuple(_whole(v) for v in f) for f in self.filters)
+        except (TypeError, ValueError):
+            raise _InvalidValue(
+                "char_cnn.filters",
+                f"must be a list of [width, num_filters] integer pairs, got {_show(self.filters)}",
+            ) from None
+        object.__setattr__(self, "filters", filters)
         self.validate()
 
     @property
@@ -73,13 +143,29 @@ class ElmoConfig:
         # bilm-tf only projects the CNN output when its width differs from P.
         return self.n_filters != self.projection_dim
 
+    @property
+    def parameter_count(self):
+        """Number of weights of the biLM (every variable the weight file fills)."""
+        e, f, p, d = self.char_embedding_dim, self.n_filters, self.projection_dim, self.lstm_dim
+        count = characters.NUM_CHAR_IDS * e  # the model always has a row per id, 0 included
+        count += sum(width * e * num + num for width, num in self.filters)
+        count += self.n_highway * 2 * (f * f + f)
+        if self.uses_token_projection:
+            count += f * p + p
+        # Per direction and layer: W_0 over [x; h] (2P, 4D), B (4D,), W_P_0 (D, P).
+        count += 2 * self.n_lstm_layers * (2 * p * 4 * d + 4 * d + d * p)
+        return count
+
     def validate(self):
         def fail(key, message):
             raise _InvalidValue(key, message)
 
         if not self.filters:
             fail("char_cnn.filters", "must list at least one [width, num_filters] pair")
-        for width, num in self.filters:
+        for entry in self.filters:
+            if len(entry) != 2:
+                fail("char_cnn.filters", f"has an entry {_show(list(entry))}, not [width, num]")
+            width, num = entry
             if not 1 <= width <= self.max_characters_per_token or num < 1:
                 fail("char_cnn.filters", f"has an invalid entry [{width}, {num}]")
         for key, value in [
@@ -88,34 +174,97 @@ class ElmoConfig:
             ("lstm.dim", self.lstm_dim),
             ("lstm.n_layers", self.n_lstm_layers),
         ]:
-            if not isinstance(value, int) or value < 1:
-                fail(key, f"must be a positive integer, got {value!r}")
-        if not isinstance(self.n_highway, int) or self.n_highway < 0:
-            fail("char_cnn.n_highway", f"must be a non-negative integer, got {self.n_highway!r}")
-        if self.activation not in ACTIVATIONS:
-            fail("char_cnn.activation", f"must be one of {ACTIVATIONS}, got {self.activation!r}")
-        if self.max_characters_per_token != characters.MAX_CHARS_PER_TOKEN:
+            if not _is_int(value) or value < 1:
+                fail(key, f"must be a positive integer, got {_show(value)}")
+        if not _is_int(self.n_highway) or self.n_highway < 0:
+            fail(
+                "char_cnn.n_highway", f"must be a non-negative integer, got {_show(self.n_highway)}"
+            )
+        if not isinstance(self.activation, str) or self.activation not in ACTIVATIONS:
+            fail(
+                "char_cnn.activation", f"must be one of {ACTIVATIONS}, got {_show(self.activation)}"
+            )
+        if not isinstance(self.use_skip_connections, bool):
+            fail(
+                "lstm.use_skip_connections",
+                f"must be true or false, got {_show(self.use_skip_connections)}",
+            )
+        if (
+            not _is_int(self.max_characters_per_token)
+            or self.max_characters_per_token != characters.MAX_CHARS_PER_TOKEN
+        ):
             fail(
                 "char_cnn.max_characters_per_token",
                 f"must be {characters.MAX_CHARS_PER_TOKEN} (the character mapping is fixed), "
-                f"got {self.max_characters_per_token!r}",
+                f"got {_show(self.max_characters_per_token)}",
             )
-        if self.n_characters not in (261, 262):
-            fail("char_cnn.n_characters", f"must be 261 or 262, got {self.n_characters!r}")
+        if not _is_int(self.n_characters) or self.n_characters not in (261, 262):
+            fail("char_cnn.n_characters", f"must be 261 or 262, got {_show(self.n_characters)}")
         for key, value in [("lstm.cell_clip", self.cell_clip), ("lstm.proj_clip", self.proj_clip)]:
-            if value is not None and value <= 0:
-                fail(key, f"must be positive or absent, got {value!r}")
+            if value is None:
+                continue
+            # NaN passes every comparison and inf (also what JSON's 1e400 parses to) clips
+            # nothing: both would hide a broken file, so only finite positive numbers pass.
+            if not _is_number(value) or not math.isfinite(value) or value <= 0:
+                fail(key, f"must be a finite positive number or absent, got {_show(value)}")
+
+    def check_size(self, size_limits=None):
+        """Refuses a config larger than the limits (see the module docstring).
+
+        Args:
+            size_limits: dict overriding some of ``SIZE_LIMITS`` (``parameters``,
+                ``dimension``, ``layers``); the environment variables apply under it.
+        """
+        limits = current_size_limits(size_limits)
+
+        def over(key, value, limit):
+            what = f"has {value} parameters" if key is None else f"is {value}"
+            raise _InvalidValue(
+                key,
+                f"{what}, above the {limit} limit of {limits[limit]} (raise it with "
+                f"size_limits={{'{limit}': ...}} or {SIZE_LIMIT_ENV[limit]})",
+            )
+
+        for key, value in [
+            ("lstm.n_layers", self.n_lstm_layers),
+            ("char_cnn.n_highway", self.n_highway),
+            ("char_cnn.filters", len(self.filters)),
+        ]:
+            if value > limits["layers"]:
+                over(key, value, "layers")
+        widths = [
+            ("char_cnn.embedding.dim", self.char_embedding_dim),
+            ("lstm.projection_dim", self.projection_dim),
+            ("lstm.dim", self.lstm_dim),
+        ]
+        widths += [("char_cnn.filters", num) for _, num in self.filters]
+        widths.append(("char_cnn.filters", self.n_filters))
+        for key, value in widths:
+            if value > limits["dimension"]:
+                over(key, value, "dimension")
+        if self.parameter_count > limits["parameters"]:
+            over(None, self.parameter_count, "parameters")
 
     @classmethod
-    def from_options(cls, options, source="options"):
-        """Builds a config from a parsed options.json dict (``source`` names it in errors)."""
+    def from_options(cls, options, source="options", size_limits=None):
+        """Builds a config from a parsed options.json dict (``source`` names it in errors).
+
+        Every value is type-checked and the model's size is bounded (``size_limits``, see the
+        module docstring) before anything is built from it.
+        """
         if not isinstance(options, dict):
             raise OptionsError(f"{source}: expected a JSON object, got {type(options).__name__}")
 
         def get(path, default=KeyError):
             node = options
-            for part in path.split("."):
-                if not isinstance(node, dict) or part not in node:
+            parts = path.split(".")
+            for i, part in enumerate(parts):
+                if not isinstance(node, dict):
+                    parent = ".".join(parts[:i])
+                    raise OptionsError(
+                        f"{source}: '{parent}' must be a JSON object, got {_show(node)}"
+                    )
+                if part not in node:
                     if default is KeyError:
                         raise OptionsError(f"{source}: missing key '{path}'")
                     return default
@@ -124,28 +273,37 @@ class ElmoConfig:
 
         def integer(path, default=KeyError):
             value = get(path, default)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise OptionsError(f"{source}: '{path}' must be an integer, got {value!r}")
+            if not _is_int(value):
+                raise OptionsError(f"{source}: '{path}' must be an integer, got {_show(value)}")
+            return value
+
+        def number(path):
+            value = get(path, None)
+            if value is not None and not _is_number(value):
+                raise OptionsError(f"{source}: '{path}' must be a number, got {_show(value)}")
+            try:
+                return None if value is None else float(value)
+            except OverflowError:  # an integer beyond float range: JSON allows any length
+                raise OptionsError(
+                    f"{source}: '{path}' must be a finite positive number, got {_show(value)}"
+                ) from None
+
+        def boolean(path, default):
+            value = get(path, default)
+            if not isinstance(value, bool):
+                raise OptionsError(f"{source}: '{path}' must be true or false, got {_show(value)}")
             return value
 
         filters = get("char_cnn.filters")
         if not isinstance(filters, list) or not all(
-            isinstance(f, list) and len(f) == 2 and all(isinstance(v, int) for v in f)
-            for f in filters
+            isinstance(f, list) and len(f) == 2 and all(_is_int(v) for v in f) for f in filters
         ):
             raise OptionsError(
                 f"{source}: 'char_cnn.filters' must be a list of [width, num_filters] integer "
-                f"pairs, got {filters!r}"
+                f"pairs, got {_show(filters)}"
             )
-        cell_clip = get("lstm.cell_clip", None)
-        proj_clip = get("lstm.proj_clip", None)
-        for path, value in [("lstm.cell_clip", cell_clip), ("lstm.proj_clip", proj_clip)]:
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float)
-            ):
-                raise OptionsError(f"{source}: '{path}' must be a number, got {value!r}")
         try:
-            return cls(
+            config = cls(
                 filters=filters,
                 char_embedding_dim=integer("char_cnn.embedding.dim"),
                 n_highway=integer("char_cnn.n_highway"),
@@ -153,31 +311,55 @@ class ElmoConfig:
                 projection_dim=integer("lstm.projection_dim"),
                 lstm_dim=integer("lstm.dim"),
                 n_lstm_layers=integer("lstm.n_layers", 2),
-                cell_clip=None if cell_clip is None else float(cell_clip),
-                proj_clip=None if proj_clip is None else float(proj_clip),
-                use_skip_connections=bool(get("lstm.use_skip_connections", True)),
+                cell_clip=number("lstm.cell_clip"),
+                proj_clip=number("lstm.proj_clip"),
+                use_skip_connections=boolean("lstm.use_skip_connections", True),
                 max_characters_per_token=integer(
                     "char_cnn.max_characters_per_token", characters.MAX_CHARS_PER_TOKEN
                 ),
                 n_characters=integer("char_cnn.n_characters", characters.NUM_CHAR_IDS),
             )
+            config.check_size(size_limits)
         except _InvalidValue as e:
             raise e.from_source(source) from None
+        return config
 
     @classmethod
-    def from_file(cls, path):
-        """Reads an official options.json; errors name the file and the offending key."""
+    def from_file(cls, path, size_limits=None):
+        """Reads an official options.json; errors name the file and the offending key.
+
+        ``size_limits`` raises the bounds on the model's size (see the module docstring).
+        """
         path = os.fspath(path)
+        if os.path.isdir(path):
+            raise OptionsError(f"{path}: is a directory, not an options file")
         try:
-            with open(path, encoding="utf-8") as f:
-                options = json.load(f)
+            with open(path, "rb") as f:
+                data = f.read(MAX_OPTIONS_BYTES + 1)
         except FileNotFoundError:
             raise OptionsError(f"{path}: options file not found") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise OptionsError(f"{path}: not a valid JSON options file ({e})") from None
         except OSError as e:
             raise OptionsError(f"{path}: cannot read options file ({e.strerror})") from None
-        return cls.from_options(options, source=path)
+        if len(data) > MAX_OPTIONS_BYTES:
+            raise OptionsError(
+                f"{path}: larger than {MAX_OPTIONS_BYTES} bytes, not an options file "
+                "(an options.json is a few hundred bytes)"
+            )
+        if not data.strip():
+            raise OptionsError(f"{path}: options file is empty")
+        try:
+            options = json.loads(data.decode("utf-8-sig"))  # a BOM from a Windows editor
+        except UnicodeDecodeError as e:
+            raise OptionsError(
+                f"{path}: not a valid JSON options file (not UTF-8 text: byte {e.start})"
+            ) from None
+        except RecursionError:
+            raise OptionsError(
+                f"{path}: not a valid JSON options file (nested too deeply)"
+            ) from None
+        except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
+            raise OptionsError(f"{path}: not a valid JSON options file ({e})") from None
+        return cls.from_options(options, source=path, size_limits=size_limits)
 
     def to_options(self):
         """Returns the options.json dict of this config (bilm-tf's schema)."""
@@ -209,6 +391,21 @@ class ElmoConfig:
 
     def get_config(self):
         return self.to_options()
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _whole(value):
+    """``value`` as an int, for filter entries given as ints (or numpy ints); not bool/float."""
+    if isinstance(value, bool | float | str):
+        raise TypeError(value)
+    return int(value)
 
 
 def _plain_number(value):

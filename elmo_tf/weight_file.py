@@ -95,46 +95,155 @@ def weight_table(model):
 
 def _open(path, mode):
     path = os.fspath(path)
-    if mode == "r" and not os.path.exists(path):
-        raise WeightFileError(f"{path}: weight file not found")
+    if mode == "r":
+        if not os.path.exists(path):
+            raise WeightFileError(f"{path}: weight file not found")
+        if os.path.isdir(path):
+            raise WeightFileError(f"{path}: is a directory, not a weight file")
+        try:
+            with open(path, "rb") as f:
+                empty = not f.read(1)
+        except OSError as e:
+            raise WeightFileError(f"{path}: cannot read weight file ({e.strerror})") from None
+        if empty:
+            raise WeightFileError(f"{path}: weight file is empty")
     try:
         return h5py.File(path, mode)
     except OSError as e:
-        raise WeightFileError(f"{path}: not a readable HDF5 weight file ({e})") from None
+        raise WeightFileError(
+            f"{path}: not a readable HDF5 weight file ({_first_line(e)})"
+        ) from None
+
+
+def _first_line(error):
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _check_links_and_storage(f, path):
+    """Refuses anything that would make HDF5 read outside ``f`` (or elsewhere in it).
+
+    External links and external raw storage point at other files (a crafted weight file could
+    name /etc/passwd and have it copied into the model's variables); virtual datasets map
+    other datasets or files; soft links alias another path. The official files hold none of
+    them, so each is refused before any data is read. ``visit_links`` lists every link
+    without following soft or external ones.
+    """
+    found, errors = [], []
+
+    def visit(name):
+        try:
+            problem = _link_problem(f, name)
+        except Exception as e:  # raised inside HDF5's visit it would surface as SystemError
+            errors.append(e)
+            return True
+        if problem:
+            found.append(f"'{name}' {problem}")
+            return True  # a value other than None stops the visit
+        return None
+
+    f.visit_links(visit)
+    if errors:
+        raise errors[0]
+    if found:
+        raise WeightFileError(f"{path}: {found[0]}")
+
+
+def _link_problem(f, name):
+    """What makes the link ``name`` unsafe to read through, or ``None``."""
+    link = f.get(name, getlink=True)
+    if isinstance(link, h5py.ExternalLink):
+        return (
+            f"is an external link (to '{link.path}' in {link.filename}); "
+            "a weight file must hold its data itself"
+        )
+    if isinstance(link, h5py.SoftLink):
+        return f"is a soft link (to '{link.path}'); a weight file holds datasets only"
+    if not isinstance(link, h5py.HardLink):
+        return f"is a {type(link).__name__}; a weight file holds datasets only"
+    # Every component of ``name`` is a hard link (visit_links does not descend into soft or
+    # external ones), so opening it stays inside this file.
+    obj = f.get(name)
+    if isinstance(obj, h5py.Dataset):
+        if obj.is_virtual:
+            return (
+                "is a virtual dataset (its data comes from other datasets or files); "
+                "a weight file must hold its data itself"
+            )
+        if obj.id.get_create_plist().get_external_count():
+            return (
+                "has external storage (its data is read from another file); "
+                "a weight file must hold its data itself"
+            )
+    return None
+
+
+def _check_datasets(f, path, table):
+    """Checks every dataset's kind, shape and dtype; returns ``[(entry, dataset, transform)]``.
+
+    Only metadata is looked at: the shapes are the ones the options file allows (bounded by
+    ``ElmoConfig``'s size limits), so a dataset declaring an absurd size is refused here,
+    before anything is allocated for it.
+    """
+    checked = []
+    for entry in table:
+        dataset = f.get(entry.dataset)  # links were refused: this stays inside the file
+        if not isinstance(dataset, h5py.Dataset):
+            raise WeightFileError(f"{path}: missing dataset '{entry.dataset}'")
+        found = None if dataset.shape is None else tuple(dataset.shape)  # None: null dataspace
+        transform = entry.from_file
+        if entry.dataset == "char_embed" and found == tuple(entry.variable.shape):
+            # A file that already holds the id-0 row (262 rows) is taken as is; it goes
+            # through the same dtype and finiteness checks as the official 261 rows.
+            transform = _same
+        elif found != entry.file_shape:
+            raise WeightFileError(
+                f"{path}: dataset '{entry.dataset}' has shape {found}, expected "
+                f"{entry.file_shape} for this options file"
+            )
+        if dataset.dtype.kind != "f":
+            raise WeightFileError(
+                f"{path}: dataset '{entry.dataset}' has dtype {dataset.dtype}, expected float"
+            )
+        checked.append((entry, dataset, transform))
+    return checked
 
 
 def load_weights(model, path):
     """Loads an official-layout HDF5 file into ``model`` (an ``ELMo``).
 
-    Every dataset is checked before any variable is assigned, so a bad file leaves the model
-    unchanged. Errors name the file, the dataset, and the expected and found shapes.
+    The file is untrusted input and is checked in stages, so a bad file leaves the model
+    unchanged and no data is read before its structure passes:
+
+    1. links and storage: soft, external and user-defined links, virtual datasets and
+       external raw storage are refused (they would read other files or other datasets);
+    2. every dataset: present, shape and float dtype as this options file expects;
+    3. only then each dataset is read and must be finite;
+    4. only then the variables are assigned.
+
+    Errors name the file, the dataset, and what was expected and found.
     """
     path = os.fspath(path)
     values = []
     with _open(path, "r") as f:
-        for entry in weight_table(model):
-            if entry.dataset not in f or not isinstance(f[entry.dataset], h5py.Dataset):
-                raise WeightFileError(f"{path}: missing dataset '{entry.dataset}'")
-            dataset = f[entry.dataset]
-            found = tuple(dataset.shape)
-            expected = entry.file_shape
-            if entry.dataset == "char_embed" and found == tuple(entry.variable.shape):
-                # A file that already holds the id-0 row (262 rows) is taken as is.
-                values.append((entry.variable, dataset[...].astype(np.float32)))
-                continue
-            if found != expected:
-                raise WeightFileError(
-                    f"{path}: dataset '{entry.dataset}' has shape {found}, expected {expected} "
-                    "for this options file"
-                )
-            if not np.issubdtype(dataset.dtype, np.floating):
-                raise WeightFileError(
-                    f"{path}: dataset '{entry.dataset}' has dtype {dataset.dtype}, expected float"
-                )
-            array = dataset[...].astype(np.float32)
-            if not np.all(np.isfinite(array)):
-                raise WeightFileError(f"{path}: dataset '{entry.dataset}' holds NaN or inf")
-            values.append((entry.variable, entry.from_file(array)))
+        where = "its structure"
+        try:
+            _check_links_and_storage(f, path)
+            where = "a dataset's metadata"
+            checked = _check_datasets(f, path, weight_table(model))
+            for entry, dataset, transform in checked:
+                where = f"dataset '{entry.dataset}'"
+                with np.errstate(over="ignore"):  # a float64 beyond float32 becomes inf: refused
+                    array = dataset[...].astype(np.float32)
+                if not np.all(np.isfinite(array)):
+                    raise WeightFileError(f"{path}: dataset '{entry.dataset}' holds NaN or inf")
+                values.append((entry.variable, transform(array)))
+        except WeightFileError:
+            raise
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+            # A corrupt file fails inside HDF5 with any of these, at any stage.
+            raise WeightFileError(
+                f"{path}: corrupt HDF5 weight file, cannot read {where} ({_first_line(e)})"
+            ) from None
     for variable, value in values:
         variable.assign(value)
     return model
@@ -152,14 +261,15 @@ def save_weights(model, path):
             f.create_dataset(entry.dataset, data=value)
 
 
-def load_pretrained(options_file, weight_file, **kwargs):
+def load_pretrained(options_file, weight_file, size_limits=None, **kwargs):
     """Builds an ``ELMo`` from an official options.json and weight file.
 
-    Keyword arguments go to ``ELMo`` (``num_output_representations``, ``do_layer_norm``...).
+    ``size_limits`` raises the bounds on the model's size (see ``elmo_tf.config``). Other
+    keyword arguments go to ``ELMo`` (``num_output_representations``, ``do_layer_norm``...).
     """
     from elmo_tf.models import ELMo
 
-    config = ElmoConfig.from_file(options_file)
+    config = ElmoConfig.from_file(options_file, size_limits=size_limits)
     model = ELMo(config, **kwargs)
     load_weights(model, weight_file)
     return model
