@@ -2,23 +2,23 @@
 
 The context-free token vector (character CNN + highway + projection) of a token never depends
 on its sentence, and for the published models it costs as much as the LSTMs or more. So the
-embed path computes it once per distinct token of a batch, keeps it in a bounded LRU cache
-for the rest of the call (a corpus repeats its frequent words constantly), and runs the
+embed path computes it once per distinct token, keeps it in a bounded LRU cache (a corpus
+repeats its frequent words constantly), and runs the
 compiled biLSTM on the assembled ``(B, T + 2, P)`` tensor. The numbers are those of
 ``ELMo.call``: the same ops on the same values, grouped differently.
 
-The cache lives for one ``embed``/``embed_batches`` call only, so it can never serve vectors
-of weights that have changed since.
+The cache lives with the model, across calls, and is emptied whenever the character
+encoder's weights change (``elmo_tf.token_cache``).
 """
 
-import collections
+import threading
 
 import numpy as np
 import tensorflow as tf
 
 from elmo_tf import batching, characters
+from elmo_tf.token_cache import TokenVectorCache, WeightSnapshot
 
-DEFAULT_TOKEN_CACHE_SIZE = 50_000
 # Tokens per character-encoder call: bounds the CNN's (N, 50, filters) activations.
 ENCODE_CHUNK = 512
 
@@ -27,38 +27,6 @@ HOST_DTYPE = tf.float32
 
 _BOS_KEY = ("<boundary>", "bos")
 _EOS_KEY = ("<boundary>", "eos")
-
-
-class TokenVectorCache:
-    """A bounded least-recently-used map from a token to its context-free vector."""
-
-    def __init__(self, max_tokens):
-        if max_tokens < 0:
-            raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
-        self.max_tokens = max_tokens
-        self._vectors = collections.OrderedDict()
-        self.hits = 0
-        self.misses = 0
-
-    def __len__(self):
-        return len(self._vectors)
-
-    def get(self, key):
-        vector = self._vectors.get(key)
-        if vector is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-            self._vectors.move_to_end(key)
-        return vector
-
-    def put(self, key, vector):
-        if self.max_tokens == 0:
-            return
-        self._vectors[key] = vector
-        self._vectors.move_to_end(key)
-        while len(self._vectors) > self.max_tokens:
-            self._vectors.popitem(last=False)
 
 
 class Embedder:
@@ -72,6 +40,9 @@ class Embedder:
 
     def __init__(self, model):
         self.model = model
+        self.token_cache = TokenVectorCache()
+        self._encoder_weights = None  # a WeightSnapshot, made once the encoder is built
+        self._cache_lock = threading.Lock()
         config = model.config
         p = config.projection_dim
         n_chars = config.max_characters_per_token
@@ -97,7 +68,7 @@ class Embedder:
 
     def _token_vectors(self, keys, cache):
         """(len(keys), P) vectors, encoding only those the cache does not hold."""
-        vectors = [cache.get(k) for k in keys]
+        vectors = cache.get_many(keys)
         missing = [i for i, v in enumerate(vectors) if v is None]
         for start in range(0, len(missing), ENCODE_CHUNK):
             chunk = missing[start : start + ENCODE_CHUNK]
@@ -105,8 +76,19 @@ class Embedder:
             encoded = self.encode(ids).numpy()
             for i, vector in zip(chunk, encoded):
                 vectors[i] = vector
-                cache.put(keys[i], vector)
+            cache.put_many([keys[i] for i in chunk], encoded)
         return vectors
+
+    def shared_cache(self):
+        """The model's token cache, emptied first if the character encoder's weights changed."""
+        with self._cache_lock:
+            weights = self.model.character_encoder.weights
+            if self._encoder_weights is None or self._encoder_weights.size != len(weights):
+                self._encoder_weights = WeightSnapshot(weights)  # an unbuilt encoder has none
+            if not weights or not self._encoder_weights.unchanged():
+                self.token_cache.clear()
+                self._encoder_weights.take()
+        return self.token_cache
 
     def _framed_embeddings(self, batch, cache):
         """(B, T + 2, P) token vectors with <S>/</S> framing, and the lengths (B,)."""
@@ -128,8 +110,9 @@ class Embedder:
     def run(self, sentences, batch_size, initial_state=None, token_cache_size=None):
         """Yields ``(indices, outputs)`` per length-sorted batch; see ``ELMo.embed_batches``."""
         if token_cache_size is None:
-            token_cache_size = DEFAULT_TOKEN_CACHE_SIZE
-        cache = TokenVectorCache(token_cache_size)
+            cache = self.shared_cache()
+        else:  # a private cache for this call only (0: none)
+            cache = TokenVectorCache(token_cache_size, max_bytes=None)
         for indices in batching.length_batches([len(s) for s in sentences], batch_size):
             batch = [sentences[i] for i in indices]
             embeddings, lengths = self._framed_embeddings(batch, cache)

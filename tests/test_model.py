@@ -75,17 +75,74 @@ def test_token_cache_changes_nothing(tiny_model):
 
 
 def test_token_vector_cache_is_bounded_lru():
-    from elmo_tf.embedder import TokenVectorCache
+    from elmo_tf.token_cache import ENTRY_OVERHEAD_BYTES, TokenVectorCache
 
+    vector = np.zeros(4, np.float32)
     cache = TokenVectorCache(2)
-    cache.put("a", 1)
-    cache.put("b", 2)
-    assert cache.get("a") == 1  # "b" is now the least recently used
-    cache.put("c", 3)
-    assert cache.get("b") is None and cache.get("c") == 3 and len(cache) == 2
+    cache.put("a", vector + 1)
+    cache.put("b", vector + 2)
+    assert cache.get("a")[0] == 1  # "b" is now the least recently used
+    cache.put("c", vector + 3)
+    assert cache.get("b") is None and cache.get("c")[0] == 3 and len(cache) == 2
     assert (cache.hits, cache.misses) == (2, 1)
+    assert cache.nbytes == 2 * (16 + ENTRY_OVERHEAD_BYTES)
+    cache.resize(max_bytes=16 + ENTRY_OVERHEAD_BYTES)  # room for one vector
+    assert len(cache) == 1 and cache.get("c") is not None
+    cache.clear()
+    assert len(cache) == 0 and cache.nbytes == 0
     with pytest.raises(ValueError, match="max_tokens must be >= 0"):
         TokenVectorCache(-1)
+
+
+def test_token_cache_lives_with_the_model(tiny_files):
+    model = elmo_tf.load_pretrained(*tiny_files)
+    first = model.embed(SENTENCES)
+    cache = model.token_cache
+    distinct = len({t for s in SENTENCES for t in s}) + 2  # and <S>, </S>
+    assert len(cache) == distinct and cache.misses == distinct and cache.hits == 0
+    again = model.embed(SENTENCES[::-1], batch_size=2)  # another call, other batches
+    assert cache.hits >= distinct and cache.misses == distinct
+    for key in first:
+        assert_reordered(again[key][::-1], first[key])
+    # the same batches, served from the cache: the same arithmetic, bitwise
+    assert_same(model.embed(SENTENCES)["elmo"], first["elmo"])
+
+
+def test_token_cache_never_serves_vectors_of_changed_weights(tiny_files):
+    model = elmo_tf.load_pretrained(*tiny_files)
+    reference = elmo_tf.load_pretrained(*tiny_files)
+    model.embed(SENTENCES)
+    encoder = model.character_encoder
+    changes = {
+        "assign": lambda: encoder.weights[0].assign(encoder.weights[0].numpy() * 1.5),
+        "set_weights": lambda: encoder.set_weights(
+            [w * 0.9 for w in reference.character_encoder.get_weights()]
+        ),
+        "optimizer step": lambda: keras.optimizers.SGD(0.5).apply_gradients(
+            [(tf.ones_like(w.value), w) for w in encoder.trainable_weights]
+        ),
+        "restore": lambda: model.set_weights(reference.get_weights()),
+    }
+    for name, change in changes.items():
+        change()
+        reference.set_weights(model.get_weights())
+        got = model.embed(SENTENCES)
+        want = reference.embed(SENTENCES, token_cache_size=0)
+        assert_same(got["word_emb"], want["word_emb"], err_msg=name)
+        assert_same(got["elmo"], want["elmo"], err_msg=name)
+
+
+def test_token_cache_is_shared_by_concurrent_callers(tiny_files):
+    import concurrent.futures
+
+    model = elmo_tf.load_pretrained(*tiny_files)
+    batches = [SENTENCES[i:] + SENTENCES[:i] for i in range(len(SENTENCES))] * 3
+    expected = [model.embed(b, token_cache_size=0)["elmo"] for b in batches]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda b: model.embed(b)["elmo"], batches))
+    for got, want in zip(results, expected):
+        assert_reordered(got, want)
+    assert len(model.token_cache) == len({t for s in SENTENCES for t in s}) + 2
 
 
 def test_dedupe_changes_nothing(tiny_files):

@@ -330,6 +330,12 @@ class ELMo(keras.Model):
             self._embedder = Embedder(self)
         return self._embedder
 
+    @property
+    def token_cache(self):
+        """The model's token-vector cache (``elmo_tf.token_cache.TokenVectorCache``): ``hits``,
+        ``misses``, ``len()``, ``nbytes``, ``clear()``, ``resize(max_tokens, max_bytes)``."""
+        return self.embedder.token_cache
+
     def embed_batches(self, sentences, batch_size=64, initial_state=None, token_cache_size=None):
         """Embeds sentences batch by batch, in groups of similar length (longest first).
 
@@ -338,8 +344,10 @@ class ELMo(keras.Model):
         longest sentence). With ``initial_state`` (an ``LSTMState`` with one row per
         sentence) each batch starts from its rows' states and ``outputs["state"]`` holds them
         after each sentence. The context-free vector of each distinct token is computed once
-        and kept for the rest of the call in an LRU cache of ``token_cache_size`` tokens
-        (default 50,000; 0 disables it). Compiled once; new batch shapes do not re-trace.
+        and kept in the model's ``token_cache`` across calls (bounded, thread-safe, emptied
+        when the character encoder's weights change; ``elmo_tf.token_cache``);
+        ``token_cache_size=N`` uses a private cache of N tokens for this call instead, 0 none.
+        Compiled once; new batch shapes do not re-trace.
         """
         sentences = [characters._as_token_list(s, i) for i, s in enumerate(sentences)]
         if initial_state is not None:
