@@ -19,8 +19,13 @@ make_corpus.py), it measures:
      pass over the same sentences, model load excluded; --repeats timed passes in one child
      process per (shape, batch size), so its peak RSS (ru_maxrss) belongs to that
      configuration alone;
-  3. the same for simple-elmo via peer_simple_elmo.py: get_elmo_vectors(layers="all") in file
-     order (how its users call it), one child per batch size; with --peer-sorted also on
+     With --chunk N (default 256) also elmo-tf called as ``model.embed`` per chunk of N
+     sentences in file order (how users embed a corpus piece by piece); each pass starts with
+     an empty token cache;
+  3. the same for simple-elmo via peer_simple_elmo.py, two ways: its public API
+     get_elmo_vectors(layers="all") in file order (how its users call it), and "strict": its
+     own graph op run batch by batch in file order, each batch's output consumed as it comes
+     (its fastest honest use); one child per batch size; with --peer-sorted also the API on
      length-sorted sentences;
   4. ratios ours/peer, and the useful FLOP rate: real tokens/s times the model's analytic
      FLOPs per real token, as a fraction of the measured matmul rate.
@@ -176,7 +181,10 @@ def child_matmul(spec):
 def child_ours(spec):
     sentences = read_sentences(spec["sentences"])
     n_tokens = sum(len(s) for s in sentences)
-    batch_size, tag = spec["batch_size"], f"elmo-tf {spec['shape']} B={spec['batch_size']}"
+    batch_size = spec["batch_size"]
+    tag = f"elmo-tf {spec['shape']} B={batch_size}" + (
+        f" per {spec['chunk']}" if spec.get("chunk") else ""
+    )
 
     t0 = time.perf_counter()
     import numpy as np
@@ -192,9 +200,22 @@ def child_ours(spec):
     rss_after_load = rss_now_mib()
     log(f"{tag}: loaded in {load_s:.2f}s, RSS {rss_after_load:.0f} MiB")
 
+    chunk = spec.get("chunk")
+
+    def batches():
+        if not chunk:  # one call over the corpus: embed_batches, the path of `elmo-tf embed`
+            yield from model.embed_batches(sentences, batch_size=batch_size)
+            return
+        for start in range(0, len(sentences), chunk):  # a user calling embed per chunk
+            outputs = model.embed(sentences[start : start + chunk], batch_size=batch_size)
+            yield range(start, start + len(outputs["sequence_len"])), outputs
+
     def one_pass():
+        # Each pass starts cold: the model's token cache keeps vectors across calls, and a
+        # warm-up over the same sentences would otherwise leave every token cached.
+        model.token_cache.clear()
         seen, tokens, checksum = 0, 0, 0.0
-        for indices, outputs in model.embed_batches(sentences, batch_size=batch_size):
+        for indices, outputs in batches():
             seen += len(indices)
             tokens += int(outputs["sequence_len"].sum())
             # Read every output array in full, as a consumer writing them out would.
@@ -276,7 +297,7 @@ def run_child(kind, spec, timeout):
         return result
 
 
-def run_peer(args, shape, files, sentences_file, batch_sizes, sort_by_length):
+def run_peer(args, shape, files, sentences_file, batch_sizes, sort_by_length, mode="session"):
     """One peer_simple_elmo.py run (one child per batch size); its JSON results by B."""
     with tempfile.TemporaryDirectory(prefix="elmo_bench_peer_") as d:
         out = os.path.join(d, "peer.json")
@@ -288,13 +309,14 @@ def run_peer(args, shape, files, sentences_file, batch_sizes, sort_by_length):
             "--repeats", str(args.repeats),
             "--warmup-sentences", str(args.peer_warmup_sentences),
             "--progress-every", "20",
+            "--mode", mode,
             "--json", out,
         ]  # fmt: skip
         if sort_by_length:
             cmd.append("--sort-by-length")
         if args.timeout:
             cmd += ["--timeout", str(args.timeout)]
-        label = "sorted" if sort_by_length else "file order"
+        label = ("sorted" if sort_by_length else "file order") + f", {mode}"
         log(f"simple-elmo {shape} ({label}): B = {batch_sizes}")
         rc = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode
         if not os.path.exists(out):
@@ -403,9 +425,13 @@ def markdown(report):
         "batches pad less), so its fraction measures delivered work, not kernel efficiency.",
     ]
     sorted_too = any(r.get("tokens_per_s_vs_peer_sorted") for r in report["ratios"])
-    lines += ["", "| model | batch | tokens/s ours/peer | peak RSS ours/peer |"]
-    lines[-1] += " tokens/s ours/peer-sorted |" if sorted_too else ""
-    lines.append("|---|---:|---:|---:|" + ("---:|" if sorted_too else ""))
+    lines += [
+        "",
+        "| model | batch | one call / peer API | one call / peer strict "
+        "| per-chunk / peer strict | peak RSS one call / peer strict |",
+    ]
+    lines[-1] += " one call / peer API sorted |" if sorted_too else ""
+    lines.append("|---|---:|---:|---:|---:|---:|" + ("---:|" if sorted_too else ""))
 
     def fmt(x):
         return "n/a" if x is None else f"{x:.2f}×"
@@ -413,6 +439,7 @@ def markdown(report):
     for r in report["ratios"]:
         line = (
             f"| {r['shape']} | {r['batch_size']} | {fmt(r['tokens_per_s'])} | "
+            f"{fmt(r['tokens_per_s_vs_strict'])} | {fmt(r['chunked_vs_strict'])} | "
             f"{fmt(r['peak_rss'])} |"
         )
         if sorted_too:
@@ -441,6 +468,13 @@ def parse_args(argv):
         type=int,
         help="sentences for the peer's untimed warm-up (default 2 chunks of the largest B, "
         "at least 64); its TF1 graph does not re-trace, so a full pass is not needed",
+    )
+    ap.add_argument(
+        "--chunk",
+        type=int,
+        default=256,
+        help="also time elmo-tf called as model.embed per chunk of this many sentences "
+        "(default 256; 0: skip)",
     )
     ap.add_argument("--timeout", type=float, default=0, help="per child, seconds (0 = none)")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "benchmark.json"))
@@ -505,9 +539,8 @@ def main(argv=None):
         with open(files["options"]) as fh:
             flops = flops_per_token(json.load(fh))
         models[shape] = {**files, "flops_per_token": flops}
-        ours = {}
+        ours, ours_chunked = {}, {}
         for b in args.batch_sizes:
-            log(f"elmo-tf {shape} B={b}")
             spec = {
                 "shape": shape,
                 "batch_size": b,
@@ -515,24 +548,37 @@ def main(argv=None):
                 "sentences": sentences_file,
                 **files,
             }
+            log(f"elmo-tf {shape} B={b}")
             ours[b] = run_child("ours", spec, args.timeout)
+            if args.chunk:
+                log(f"elmo-tf {shape} B={b}, embed per {args.chunk} sentences")
+                ours_chunked[b] = run_child("ours", {**spec, "chunk": args.chunk}, args.timeout)
         peer = run_peer(args, shape, files, sentences_file, args.batch_sizes, False)
+        strict = run_peer(args, shape, files, sentences_file, args.batch_sizes, False, "strict")
         peer_sorted = {}
         if args.peer_sorted:
             peer_sorted = run_peer(args, shape, files, sentences_file, args.batch_sizes, True)
         for b in args.batch_sizes:
             total = flops["total"]
-            rows.append(row(shape, b, "elmo-tf", ours[b], total, matmul_gflops))
-            rows.append(row(shape, b, "simple-elmo", peer[b], total, matmul_gflops))
+            rows.append(row(shape, b, "elmo-tf, one call", ours[b], total, matmul_gflops))
+            if args.chunk:
+                label = f"elmo-tf, embed per {args.chunk}"
+                rows.append(row(shape, b, label, ours_chunked[b], total, matmul_gflops))
+            rows.append(row(shape, b, "simple-elmo, API", peer[b], total, matmul_gflops))
+            rows.append(row(shape, b, "simple-elmo, strict", strict[b], total, matmul_gflops))
             if args.peer_sorted:
                 rows.append(
-                    row(shape, b, "simple-elmo, sorted", peer_sorted[b], total, matmul_gflops)
+                    row(shape, b, "simple-elmo, API sorted", peer_sorted[b], total, matmul_gflops)
                 )
             r = {
                 "shape": shape,
                 "batch_size": b,
                 "tokens_per_s": ratio(ours[b], peer[b], "tokens_per_s_median"),
-                "peak_rss": ratio(ours[b], peer[b], "peak_rss_mib"),
+                "tokens_per_s_vs_strict": ratio(ours[b], strict[b], "tokens_per_s_median"),
+                "chunked_vs_strict": (
+                    ratio(ours_chunked[b], strict[b], "tokens_per_s_median") if args.chunk else None
+                ),
+                "peak_rss": ratio(ours[b], strict[b], "peak_rss_mib"),
             }
             if args.peer_sorted:
                 r["tokens_per_s_vs_peer_sorted"] = ratio(
@@ -541,7 +587,8 @@ def main(argv=None):
             ratios.append(r)
 
     report = {
-        "benchmark": "elmo-tf embed_batches vs simple-elmo get_elmo_vectors(layers='all')",
+        "benchmark": "elmo-tf embed_batches / embed per chunk vs simple-elmo "
+        "get_elmo_vectors(layers='all') / its graph op per batch",
         "started": started,
         "finished": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": {
