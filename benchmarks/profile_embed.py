@@ -1,0 +1,122 @@
+#!/usr/bin/env python
+"""Where ``model.embed``'s time goes, per stage, for one model shape and batch size.
+
+Runs the embed path's stages one by one over a corpus (length-sorted batches, the model's
+token cache emptied first, as a cold ``embed`` call) and times each:
+
+- host: batching, the framed (B, T + 2, P) table, ids of the tokens to encode;
+- encoder: the character CNN + highway + projection on the tokens the cache misses;
+- biLSTM: the compiled contextualize call (both directions, every layer, the ScalarMix);
+- copies: the outputs' device-to-numpy conversion.
+
+It also prints the biLSTM's FLOP rate: the multiply-adds it executes (every position of the
+padded (B, T + 2) batch, both directions, every layer: the input half of the gates, the
+recurrent half and the projection) per second, as a fraction of the machine's float32 matmul
+rate (tf.matmul 2048², median of 7).
+
+    python benchmarks/profile_embed.py --options O --weights W --sentences FILE [--batch-size 64]
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+import tensorflow as tf
+
+import elmo_tf
+from elmo_tf import batching
+
+
+def matmul_gflops(n=2048, repeats=7):
+    a = tf.random.normal([n, n])
+    b = tf.random.normal([n, n])
+    f = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)))
+    f()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        f().numpy()
+        times.append(time.perf_counter() - t)
+    return 2 * n**3 / statistics.median(times) / 1e9
+
+
+def lstm_flops_per_position(config):
+    p, d = config.projection_dim, config.lstm_dim
+    per_direction = 2 * (p + p) * 4 * d + 2 * d * p  # gates over [x; h], then the projection
+    return config.n_lstm_layers * 2 * per_direction
+
+
+def profile(model, sentences, batch_size):
+    embedder = model.embedder
+    model.token_cache.clear()
+    cache = embedder.shared_cache()
+    totals = dict(host=0.0, encoder=0.0, bilstm=0.0, copies=0.0)
+    positions = 0
+    real_encode = embedder.encode
+
+    def timed_encode(ids):
+        t = time.perf_counter()
+        out = real_encode(ids)
+        out = tf.identity(out).numpy()  # include the encoder's own device->host copy
+        totals["encoder"] += time.perf_counter() - t
+        return tf.constant(out)
+
+    embedder.encode = timed_encode
+    try:
+        for indices in batching.length_batches([len(s) for s in sentences], batch_size):
+            batch = [sentences[i] for i in indices]
+            t = time.perf_counter()
+            encoder_before = totals["encoder"]
+            embeddings, lengths = embedder._framed_embeddings(batch, cache)
+            totals["host"] += time.perf_counter() - t - (totals["encoder"] - encoder_before)
+            positions += embeddings.shape[0] * embeddings.shape[1]
+            t = time.perf_counter()
+            outputs = embedder.contextualize(embeddings, lengths)
+            # Eager ops run synchronously on CPU: the call returns once computed.
+            totals["bilstm"] += time.perf_counter() - t
+            t = time.perf_counter()
+            tf.nest.map_structure(lambda v: v.numpy(), outputs)
+            totals["copies"] += time.perf_counter() - t
+    finally:
+        embedder.encode = real_encode
+    return totals, positions
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--options", required=True)
+    ap.add_argument("--weights", required=True)
+    ap.add_argument("--sentences", required=True, help="one whitespace-tokenised sentence per line")
+    ap.add_argument("--batch-size", type=int, action="append", help="repeatable (default 64)")
+    ap.add_argument("--repeats", type=int, default=3, help="passes; the median is reported")
+    args = ap.parse_args()
+    sentences = [line.split() for line in open(args.sentences, encoding="utf-8")]
+    sentences = [s for s in sentences if s]
+    n_tokens = sum(map(len, sentences))
+    model = elmo_tf.load_pretrained(args.options, args.weights)
+    rate = matmul_gflops()
+    flops = lstm_flops_per_position(model.config)
+    print(
+        f"{len(sentences)} sentences, {n_tokens} tokens; matmul {rate:.1f} GFLOP/s; "
+        f"biLSTM {flops / 1e6:.1f} MFLOP per position",
+        file=sys.stderr,
+    )
+    print("| batch | tokens/s | host | encoder | biLSTM | copies | biLSTM GFLOP/s | % of matmul |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for batch_size in args.batch_size or [64]:
+        profile(model, sentences, batch_size)  # warm-up: traces, allocator
+        runs = [profile(model, sentences, batch_size) for _ in range(args.repeats)]
+        totals = {k: statistics.median(r[0][k] for r in runs) for k in runs[0][0]}
+        positions = runs[0][1]
+        total = sum(totals.values())
+        gflops = positions * flops / totals["bilstm"] / 1e9
+        shares = " | ".join(f"{100 * totals[k] / total:.0f}%" for k in totals)
+        print(
+            f"| {batch_size} | {n_tokens / total:,.0f} | {shares} | {gflops:.1f} | "
+            f"{100 * gflops / rate:.0f}% |"
+        )
+
+
+if __name__ == "__main__":
+    main()
