@@ -84,12 +84,15 @@ def numbered_lines(readable_file, chunk_size=READ_CHUNK):
                 break
             data = pending + chunk
             if first:
+                if len(data) < len(codecs.BOM_UTF8) and codecs.BOM_UTF8.startswith(data):
+                    pending = data  # maybe a byte-order mark split across reads
+                    continue
                 first = False
                 if data.startswith(codecs.BOM_UTF8):
                     data = data[len(codecs.BOM_UTF8) :]
             lines = data.splitlines(keepends=True)
             # The last piece is incomplete unless it ends in "\n": a "\r" may be half of "\r\n".
-            pending = b"" if lines and lines[-1].endswith(b"\n") else lines.pop()
+            pending = b"" if not lines or lines[-1].endswith(b"\n") else lines.pop()
             for line in lines:
                 yield source, number, line.rstrip(b"\r\n")
                 number += 1
@@ -219,9 +222,9 @@ def dead_letter_prefix(prefix):
     return f"{prefix}-dead-letters"
 
 
-def build_parser():
+def build_parser(prog="python -m elmo_tf.beam"):
     parser = argparse.ArgumentParser(
-        prog="python -m elmo_tf.beam",
+        prog=prog,
         description=(
             "Embed every line of the files matching --input with ELMo on Apache Beam and "
             "write one record per line (Parquet or TFRecord shards under --output); "
@@ -388,9 +391,9 @@ def summary(result):
     return counts
 
 
-def run(argv=None):
+def run(argv=None, prog="python -m elmo_tf.beam"):
     """Runs the job of ``argv``; returns the ``summary`` counts."""
-    args, beam_args = build_parser().parse_known_args(argv)
+    args, beam_args = build_parser(prog).parse_known_args(argv)
     options = pipeline_options(beam_args)
     check_inputs(args.input)
     pipeline = beam.Pipeline(options=options)
