@@ -37,9 +37,12 @@ from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from elmo_tf.embedding_file import LAYER_CHOICES, layer_stack, select_layers
 
-# Sentences per Beam batch: large enough for embed's length sorting and token cache to pay,
-# small enough that a batch of all-layer outputs of the published "original" model
-# (3 x n x 1024 float32 per sentence) stays within tens of MB. Measured in docs/beam.md.
+# Sentences per Beam batch. One handler on 2,000 State of the Union sentences, bundled sotu
+# model, a shared 2-core CPU (best of two passes, two runs): Beam batches of 64 -> 190-280
+# sentences/s, 256 -> 290-490, 512 -> 560-600, 1,024 -> 650, all 2,000 in one call -> 710-730:
+# larger calls sort better and hit the token cache more. 1,024 caps memory: a batch of the
+# published "original" model's all-layer outputs (3 x n x 1024 float32 a sentence, n ~ 22)
+# is about 280 MB. BatchElements grows its batches from the minimum towards the maximum.
 DEFAULT_MIN_BATCH_SIZE = 256
 DEFAULT_MAX_BATCH_SIZE = 1024
 # Sentences per model call inside a Beam batch: embed's default batch_size.
