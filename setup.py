@@ -36,6 +36,9 @@ setup(
         # hub.KerasLayer reuse needs Keras 2 (tf_keras) beside Keras 3
         "hub": ["tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22"],
         "tflite": ["ai-edge-litert>=2.3,<3"],
+        # python -m elmo_tf.beam and elmo_tf.beam's model handlers. google-crc32c: the
+        # TFRecord checksums in C (Beam's WriteToTFRecord fails without a CRC32C library).
+        "beam": ["apache-beam>=2.77,<2.78", "pyarrow>=14", "google-crc32c>=1.5,<2"],
         "dev": [
             "pytest>=8,<10",
             "ruff==0.17.6",  # lint and format; pinned so CI and developers agree
@@ -44,6 +47,9 @@ setup(
             "tensorflow-hub>=0.16,<0.17",
             "tf-keras>=2.21,<2.22",
             "ai-edge-litert>=2.3,<3",
+            "apache-beam>=2.77,<2.78",
+            "pyarrow>=14",
+            "google-crc32c>=1.5,<2",
         ],
     },
     entry_points={"console_scripts": ["elmo-tf=elmo_tf.cli.main:console_main"]},

@@ -10,7 +10,14 @@ import pytest
 from conftest import TINY
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXTRA_MODULES = ("grpc", "tensorflow_serving", "ai_edge_litert", "tensorflow_hub", "tf_keras")
+EXTRA_MODULES = (
+    "grpc",
+    "tensorflow_serving",
+    "ai_edge_litert",
+    "tensorflow_hub",
+    "tf_keras",
+    "apache_beam",
+)
 
 
 def _run(argv, cwd, pythonpath=(), timeout=300):
@@ -56,7 +63,8 @@ def test_unrelated_serving_and_export_packages_change_nothing(tmp_path):
 
 @pytest.mark.slow
 def test_suite_collects_without_the_optional_extras(tmp_path):
-    """Without [serving], [tflite] and [hub] the suite skips their tests; nothing errors."""
+    """Without [serving], [tflite], [hub] and [beam] the suite skips their tests; nothing
+    errors."""
     (tmp_path / "block_extras.py").write_text(
         textwrap.dedent(
             f"""
@@ -75,6 +83,7 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     collected = done.stdout
     assert "test_serving.py" not in collected and "test_tflite.py" not in collected
+    assert "test_beam.py" not in collected
     assert "tests/test_model.py" in collected
 
     # and the commands that need an extra say which one, in one line
@@ -88,4 +97,15 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
     assert done.stderr.strip().splitlines()[-1] == (
         "elmo-tf client: error: this command needs the [serving] extra (grpc, "
         "tensorflow_serving not installed): pip install 'elmo-tf[serving]'"
+    )
+    script = (
+        "import sys, block_extras\n"
+        "from elmo_tf.cli.main import main\n"
+        "sys.exit(main(['beam', '--input', 'x.txt', '--output', 'y']))\n"
+    )
+    done = _run(["-c", script], cwd=REPO, pythonpath=[str(tmp_path)])
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "elmo-tf beam: error: this command needs the [beam] extra (apache_beam not "
+        "installed): pip install 'elmo-tf[beam]'"
     )

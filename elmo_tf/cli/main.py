@@ -32,6 +32,7 @@ COMMANDS = (
     "evaluate",
     "dump_weights",
     "vocab",
+    "beam",
 )
 
 
@@ -49,7 +50,8 @@ def build_parser():
         module.add_parser(subparsers).set_defaults(run=module.run)
     for command in _all_parsers(parser):
         command.formatter_class = PlainTextHelpFormatter
-        if command is not parser and not command._subparsers:
+        # A parser without "-" options (elmo-tf beam) passes its arguments on unparsed.
+        if command is not parser and not command._subparsers and "-" in command.prefix_chars:
             command.add_argument(
                 "--verbose",
                 action="store_true",

@@ -1,0 +1,200 @@
+"""``ElmoModelHandler``: Beam's ``RunInference`` over the Keras ``ELMo`` of a preset or files.
+
+Beam's stock ``TFModelHandlerTensor`` cannot run ELMo: it needs ``tensorflow_hub`` and a
+Keras 2 model, and it calls the model on one stacked tensor, while ELMo takes ragged token
+lists. This handler loads the model once per worker process (``RunInference`` keeps it in a
+per-process ``Shared`` handle) and runs each Beam batch through ``ELMo.embed_batches``: the
+path of ``model.embed`` and ``elmo-tf embed``, so the numbers are theirs up to float32
+summation order (batch composition changes kernel blocking, see ``tests/numerics.py``).
+
+Example: a token list (``["The", "cat", "sat"]``; ``[]`` for a blank line). Prediction: a
+``PredictionResult`` holding the example and, per ``layers``:
+
+- ``None``: a dict of the model's outputs for that sentence alone, trimmed to its ``n``
+  tokens: ``word_emb`` ``(n, P)``, ``lstm_outputs1`` .. ``lstm_outputsL`` ``(n, 2P)``,
+  ``elmo`` ``(n, 2P)``, ``default`` ``(2P,)``, ``sequence_len`` (``n``);
+- ``"all"``: ``(L + 1, n, 2P)``; ``"top"``, ``"average"``: ``(n, 2P)``; float32, what
+  ``elmo-tf embed --all/--top/--average`` writes for the line
+  (``elmo_tf.embedding_file.layer_stack`` and ``select_layers``).
+
+Batching: ``embed_batches`` sorts a batch by length and caches each distinct token's
+context-free vector for the rest of the call, so both work better the more sentences one call
+sees; Beam's ``BatchElements`` therefore gets ``min_batch_size``/``max_batch_size`` of
+``DEFAULT_MIN_BATCH_SIZE``/``DEFAULT_MAX_BATCH_SIZE`` and the model runs ``inner_batch_size``
+sentences at a time inside it (``embed``'s ``batch_size``).
+
+>>> from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+>>> handler = KeyedModelHandler(ElmoModelHandler("sotu", layers="average"))
+>>> # keyed_tokens | RunInference(handler) -> (key, PredictionResult(tokens, (n, 2P)))
+"""
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+from apache_beam.ml.inference.base import ModelHandler, PredictionResult
+
+from elmo_tf.embedding_file import LAYER_CHOICES, layer_stack, select_layers
+
+# Sentences per Beam batch. One handler on 2,000 State of the Union sentences, bundled sotu
+# model, a shared 2-core CPU (best of two passes, two runs): Beam batches of 64 -> 190-280
+# sentences/s, 256 -> 290-490, 512 -> 560-600, 1,024 -> 650, all 2,000 in one call -> 710-730:
+# larger calls sort better and hit the token cache more. 1,024 caps memory: a batch of the
+# published "original" model's all-layer outputs (3 x n x 1024 float32 a sentence, n ~ 22)
+# is about 280 MB. BatchElements grows its batches from the minimum towards the maximum.
+DEFAULT_MIN_BATCH_SIZE = 256
+DEFAULT_MAX_BATCH_SIZE = 1024
+# Sentences per model call inside a Beam batch: embed's default batch_size.
+DEFAULT_INNER_BATCH_SIZE = 64
+
+# The files a remote model directory must hold (copied to local disk before loading).
+_MODEL_FILES = ("options.json", "weights.hdf5")
+
+
+class ElmoModelHandler(ModelHandler):
+    """Runs ``ELMo.embed_batches`` on batches of token lists.
+
+    Args:
+        model: a bundled model name (``"sotu"``, ``"default"``) or a directory with
+            ``options.json`` and ``weights.hdf5`` (local, or any Beam filesystem such as
+            ``gs://``: copied to a local temporary directory when the worker loads it).
+            Leave ``None`` with ``options_file``/``weight_file``.
+        options_file, weight_file: an official ``options.json`` and its HDF5 weights,
+            instead of ``model`` (local or on a Beam filesystem).
+        layers: ``None`` for the dict of outputs, or ``"all"``, ``"top"``, ``"average"``
+            for one array per sentence (see the module docstring).
+        inner_batch_size: sentences per model call inside a Beam batch.
+        token_cache_size: see ``ELMo.embed_batches``.
+        min_batch_size, max_batch_size: Beam's batch bounds (sentences).
+        **kwargs: further ``ModelHandler`` arguments (``max_batch_duration_secs`` for
+            streaming, ``large_model``, ``model_copies``, ``env_vars``).
+    """
+
+    def __init__(
+        self,
+        model=None,
+        *,
+        options_file=None,
+        weight_file=None,
+        layers=None,
+        inner_batch_size=DEFAULT_INNER_BATCH_SIZE,
+        token_cache_size=None,
+        min_batch_size=DEFAULT_MIN_BATCH_SIZE,
+        max_batch_size=DEFAULT_MAX_BATCH_SIZE,
+        **kwargs,
+    ):
+        if (options_file is None) != (weight_file is None):
+            raise ValueError("pass options_file and weight_file together")
+        if model is not None and options_file is not None:
+            raise ValueError("pass model or options_file with weight_file, not both")
+        check_layers(layers)
+        if inner_batch_size < 1:
+            raise ValueError(f"inner_batch_size must be at least 1, got {inner_batch_size}")
+        super().__init__(min_batch_size=min_batch_size, max_batch_size=max_batch_size, **kwargs)
+        self.model = "default" if model is None and options_file is None else model
+        self.options_file = None if options_file is None else os.fspath(options_file)
+        self.weight_file = None if weight_file is None else os.fspath(weight_file)
+        self.layers = layers
+        self.inner_batch_size = inner_batch_size
+        self.token_cache_size = token_cache_size
+
+    def load_model(self):
+        import elmo_tf
+
+        if self.options_file is not None:
+            with _local_files([self.options_file, self.weight_file]) as (options, weights):
+                return elmo_tf.load_pretrained(options, weights)
+        model = os.fspath(self.model)
+        if _is_remote(model):
+            paths = [_join(model, name) for name in _MODEL_FILES]
+            with _local_files(paths) as local:
+                return elmo_tf.ELMo.from_preset(os.path.dirname(local[0]))
+        return elmo_tf.ELMo.from_preset(model)
+
+    def run_inference(self, batch, model, inference_args=None):
+        sentences = [list(tokens) for tokens in batch]
+        n_lstm_layers = model.config.n_lstm_layers
+        results = [None] * len(sentences)
+        for indices, outputs in model.embed_batches(
+            sentences, self.inner_batch_size, token_cache_size=self.token_cache_size
+        ):
+            for row, vectors in zip(indices, split_rows(outputs, n_lstm_layers, self.layers)):
+                results[row] = PredictionResult(batch[row], vectors)
+        return results
+
+    def get_num_bytes(self, batch):
+        return sum(len(token.encode("utf-8")) for tokens in batch for token in tokens)
+
+    def get_metrics_namespace(self):
+        return "ElmoModelHandler"
+
+
+def check_layers(layers):
+    if layers is not None and layers not in LAYER_CHOICES:
+        raise ValueError(f"layers must be None or one of {LAYER_CHOICES}, got {layers!r}")
+
+
+def split_rows(outputs, n_lstm_layers, layers):
+    """One prediction per row of a batch's padded outputs, trimmed to the row's length.
+
+    ``layers=None`` gives dicts of every output; otherwise the arrays ``elmo-tf embed``
+    writes (the same ``layer_stack`` and ``select_layers`` calls on the same slices). Each
+    array is a copy, so a prediction does not keep its whole batch alive.
+    """
+    lengths = outputs["sequence_len"]
+    if layers is not None:
+        stack = layer_stack(outputs, n_lstm_layers)  # (L + 1, B, T, 2P)
+        for row, n in enumerate(lengths):
+            vectors = select_layers(stack[:, row, :n], layers)
+            yield np.array(vectors, dtype=np.float32, copy=True)
+        return
+    for row, n in enumerate(lengths):
+        yield {
+            key: (
+                int(n)
+                if key == "sequence_len"
+                else np.array(value[row] if value.ndim == 2 else value[row, :n], copy=True)
+            )
+            for key, value in outputs.items()
+            if key != "state"
+        }
+
+
+def _is_remote(path):
+    return "://" in path
+
+
+def _join(directory, name):
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems.join(directory, name)
+
+
+class _local_files:
+    """Context: local paths of ``paths``; remote ones are copied to a temporary directory."""
+
+    def __init__(self, paths):
+        self.paths = [os.fspath(p) for p in paths]
+        self.tmp = None
+
+    def __enter__(self):
+        if not any(_is_remote(p) for p in self.paths):
+            return self.paths
+        from apache_beam.io.filesystems import FileSystems
+
+        self.tmp = tempfile.mkdtemp(prefix="elmo_tf_model_")
+        local = []
+        for path in self.paths:
+            if not _is_remote(path):
+                local.append(path)
+                continue
+            target = os.path.join(self.tmp, FileSystems.split(path)[1])
+            with FileSystems.open(path) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            local.append(target)
+        return local
+
+    def __exit__(self, *exc):
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)

@@ -1,0 +1,361 @@
+"""``elmo_tf.beam``: the model handlers and ``python -m elmo_tf.beam`` on the tiny model.
+
+The pipeline runs on ``FnApiRunner`` in ``multi_processing`` mode with two worker processes
+(a real multi-process Beam job, as on one machine of a cluster), once per handler and output
+format, over three files holding blank, CRLF, non-ASCII, undecodable, NUL and over-long
+lines. Its records are compared with what ``elmo-tf embed`` writes for the same files.
+"""
+
+import codecs
+import glob
+import gzip
+import json
+import os
+import pathlib
+
+import h5py
+import numpy as np
+import pytest
+from numerics import assert_reordered
+
+from elmo_tf.beam import ElmoModelHandler, ElmoSavedModelHandler, pipeline, records
+from elmo_tf.cli.main import main as elmo_tf_main
+from elmo_tf.embedding_file import layer_stack, select_layers
+from elmo_tf.files import read_text_lines
+
+pytestmark = pytest.mark.numerics
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MAX_TOKENS = 12
+RUNNER = ["--runner=FnApiRunner", "--direct_running_mode=multi_processing"]
+RUNNER += ["--direct_num_workers=2"]
+
+# name -> (bytes of the file, {line: reason fragment} of its dead letters)
+FILES = {
+    "a.txt": (
+        codecs.BOM_UTF8
+        + "The cat sat on the mat .\n\nZürich café 中文 😀\n  spaces   around  \n\n".encode()
+        + " ".join(f"w{i}" for i in range(MAX_TOKENS)).encode(),  # the limit exactly, no "\n"
+        {},
+    ),
+    "b.txt": (
+        b"First line .\r\nbad \xff byte\r\n\r\nnul \x00 here\r\n"
+        + " ".join(["long"] * (MAX_TOKENS + 1)).encode()
+        + b"\r\nold mac\rline end\r\n",
+        {1: "not valid UTF-8", 3: "NUL byte", 4: "more than --max-tokens-per-line"},
+    ),
+    "c.txt": ("\n".join(f"sentence number {i} ." for i in range(40)).encode() + b"\n", {}),
+}
+N_LINES = {"a.txt": 6, "b.txt": 7, "c.txt": 40}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("corpus")
+    for name, (data, _) in FILES.items():
+        (directory / name).write_bytes(data)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, tmp_path_factory, tiny_files):
+    """``elmo-tf embed``'s HDF5 datasets per (file, line, layers), bad lines blanked first.
+
+    ``elmo-tf embed`` stops on a bad line, so its input is each file with the dead-letter
+    lines made empty: the line numbers stay those of the original file.
+    """
+    options, weights = tiny_files
+    out = tmp_path_factory.mktemp("embed")
+    result = {}
+    for name, (data, dead) in FILES.items():
+        lines = data.removeprefix(codecs.BOM_UTF8).splitlines()
+        clean = out / name
+        clean.write_bytes(b"\n".join(b"" if i in dead else line for i, line in enumerate(lines)))
+        for layers in ("all", "average"):
+            h5 = out / f"{name}.{layers}.hdf5"
+            argv = ["embed", str(clean), str(h5), f"--{layers}"]
+            assert elmo_tf_main(argv + ["--options", str(options), "--weights", str(weights)]) == 0
+            with h5py.File(h5, "r") as f:
+                for i in range(len(lines)):
+                    if i not in dead:
+                        result[name, i, layers] = f[str(i)][...]
+                        result[name, i, "tokens"] = lines[i].decode("utf-8").split()
+    return result
+
+
+@pytest.fixture(scope="module")
+def workers_import_this_tree():
+    """Beam's worker processes import ``elmo_tf`` from this checkout, like the test does."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        yield
+
+
+def run_job(corpus, output, *flags):
+    argv = ["--input", str(corpus / "*.txt"), "--output", str(output)]
+    argv += ["--max-tokens-per-line", str(MAX_TOKENS), *flags, *RUNNER]
+    return pipeline.run(argv)
+
+
+@pytest.fixture(scope="module")
+def keras_parquet(corpus, tiny_files, tmp_path_factory, workers_import_this_tree):
+    options, weights = tiny_files
+    output = tmp_path_factory.mktemp("keras_parquet") / "elmo"
+    counts = run_job(corpus, output, "--options", str(options), "--weights", str(weights))
+    return output, counts
+
+
+@pytest.fixture(scope="module")
+def saved_model_dir(tiny_model, tmp_path_factory):
+    from elmo_tf.export.saved_model import export_saved_model
+
+    base = tmp_path_factory.mktemp("exported")
+    export_saved_model(tiny_model, str(base))
+    return base  # holds version 1; the handler picks it
+
+
+@pytest.fixture(scope="module")
+def saved_model_tfrecord(corpus, saved_model_dir, tmp_path_factory, workers_import_this_tree):
+    output = tmp_path_factory.mktemp("saved_model_tfrecord") / "elmo"
+    flags = ["--saved-model", str(saved_model_dir), "--layers", "average"]
+    counts = run_job(corpus, output, *flags, "--format", "tfrecord", "--num-shards", "3")
+    return output, counts
+
+
+def read_parquet(output):
+    import pyarrow.parquet as pq
+
+    paths = sorted(glob.glob(f"{output}-*-of-*.parquet"))
+    assert paths, "no Parquet shard written"
+    table = pq.read_table(paths)
+    assert table.schema.equals(records.parquet_schema())
+    return table.to_pylist()
+
+
+def read_tfrecord(output):
+    import tensorflow as tf
+
+    paths = sorted(glob.glob(f"{output}-*-of-*.tfrecord"))
+    assert len(paths) == 3  # --num-shards 3
+
+    def parse(serialized):
+        features = tf.io.parse_single_example(serialized, records.tfrecord_features())
+        shape = tf.sparse.to_dense(features["shape"])
+        vectors = tf.reshape(tf.io.decode_raw(features["embeddings"], tf.float32), shape)
+        tokens = tf.sparse.to_dense(features["tokens"], default_value="")
+        return features["source"], features["line"], tokens, vectors
+
+    rows = []
+    for source, line, tokens, vectors in tf.data.TFRecordDataset(paths).map(parse):
+        rows.append(
+            {
+                "source": source.numpy().decode(),
+                "line": int(line),
+                "tokens": [t.decode() for t in tokens.numpy()],
+                "embeddings": vectors.numpy(),
+            }
+        )
+    return rows
+
+
+def read_dead_letters(output):
+    letters = []
+    for path in glob.glob(f"{output}-dead-letters-*-of-*.jsonl"):
+        with open(path, encoding="utf-8") as f:
+            letters += [json.loads(line) for line in f]
+    return letters
+
+
+def check_job(rows, output, counts, corpus, reference, layers):
+    """Every (source, line) once, in records or dead letters, with embed's numbers."""
+    letters = read_dead_letters(output)
+    keys = [(os.path.basename(r["source"]), r["line"]) for r in rows]
+    dead = [(os.path.basename(d["source"]), d["line"]) for d in letters]
+    assert len(set(keys)) == len(keys) and len(set(dead)) == len(dead)
+    assert sorted(keys + dead) == sorted((n, i) for n in FILES for i in range(N_LINES[n]))
+    assert {r["source"] for r in rows} == {str(corpus / name) for name in FILES}
+    expected_dead = {(n, i): why for n, (_, d) in FILES.items() for i, why in d.items()}
+    assert sorted(dead) == sorted(expected_dead)
+    for letter in letters:
+        assert expected_dead[os.path.basename(letter["source"]), letter["line"]] in letter["reason"]
+    n_tokens = 0
+    for row in rows:
+        name = os.path.basename(row["source"])
+        assert row["tokens"] == reference[name, row["line"], "tokens"]
+        expected = reference[name, row["line"], layers]
+        vectors = np.asarray(row["embeddings"], np.float32).reshape(expected.shape)
+        if "shape" in row:
+            assert list(row["shape"]) == list(expected.shape)
+        assert_reordered(vectors, expected, err_msg=f"{name}:{row['line']}")
+        n_tokens += len(row["tokens"])
+    assert counts == {
+        "embedded_lines": len(rows),
+        "embedded_tokens": n_tokens,
+        "dead_letters": len(expected_dead),
+    }
+
+
+@pytest.mark.slow
+def test_keras_handler_parquet(keras_parquet, corpus, reference):
+    output, counts = keras_parquet
+    rows = read_parquet(output)
+    check_job(rows, output, counts, corpus, reference, "all")
+    blank = [r for r in rows if os.path.basename(r["source"]) == "a.txt" and r["line"] == 1]
+    assert blank[0]["tokens"] == [] and blank[0]["shape"] == [3, 0, 32]
+
+
+@pytest.mark.slow
+def test_saved_model_handler_tfrecord(saved_model_tfrecord, corpus, reference):
+    output, counts = saved_model_tfrecord
+    check_job(read_tfrecord(output), output, counts, corpus, reference, "average")
+
+
+SENTENCES = [["The", "cat", "sat", "."], [], ["Zürich", "café"], ["a"] * 9]
+
+
+@pytest.fixture(scope="module")
+def embedded(tiny_model):
+    return tiny_model.embed(SENTENCES)
+
+
+def keyed_run(handler):
+    from apache_beam.ml.inference.base import KeyedModelHandler
+
+    keyed = KeyedModelHandler(handler)
+    batch = [(f"key{i}", tokens) for i, tokens in enumerate(SENTENCES)]
+    return keyed.run_inference(batch, keyed.load_model())
+
+
+@pytest.mark.parametrize("signature", [None, "tokens", "default"])
+def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, embedded):
+    """Under KeyedModelHandler, each key gets its sentence's outputs of ``model.embed``."""
+    options, weights = tiny_files
+    if signature is None:
+        handler = ElmoModelHandler(options_file=options, weight_file=weights, inner_batch_size=2)
+    else:
+        handler = ElmoSavedModelHandler(saved_model_dir, signature=signature, inner_batch_size=2)
+    results = keyed_run(handler)
+    assert [key for key, _ in results] == [f"key{i}" for i in range(len(SENTENCES))]
+    for i, (_, prediction) in enumerate(results):
+        n = len(SENTENCES[i])
+        assert prediction.example == SENTENCES[i]
+        outputs = prediction.inference
+        assert outputs["sequence_len"] == n
+        assert sorted(outputs) == sorted(embedded)
+        for key, value in embedded.items():
+            if key != "sequence_len":
+                assert_reordered(outputs[key], value[i] if value.ndim == 2 else value[i, :n])
+
+
+@pytest.mark.parametrize("layers", ["all", "top", "average"])
+def test_handler_layers_match_embed_file(layers, tiny_files, embedded):
+    options, weights = tiny_files
+    handler = ElmoModelHandler(options_file=options, weight_file=weights, layers=layers)
+    stack = layer_stack(embedded, 2)
+    for i, (_, prediction) in enumerate(keyed_run(handler)):
+        expected = select_layers(stack[:, i, : len(SENTENCES[i])], layers)
+        assert prediction.inference.dtype == np.float32
+        assert_reordered(prediction.inference, expected)
+
+
+def test_handler_batching_defaults():
+    kwargs = ElmoModelHandler("sotu").batch_elements_kwargs()
+    assert kwargs["min_batch_size"] >= 256
+    assert kwargs["max_batch_size"] >= kwargs["min_batch_size"]
+
+
+def test_handler_argument_errors(tmp_path):
+    with pytest.raises(ValueError, match="together"):
+        ElmoModelHandler(options_file="options.json")
+    with pytest.raises(ValueError, match="layers"):
+        ElmoModelHandler("sotu", layers="middle")
+    with pytest.raises(ValueError, match="signature"):
+        ElmoSavedModelHandler(tmp_path, signature="char_ids")
+    from elmo_tf.errors import ExportError
+
+    with pytest.raises(ExportError, match="export saved-model"):
+        ElmoSavedModelHandler(tmp_path).load_model()
+
+
+class _Readable:
+    """A ``fileio.ReadableFile`` stand-in over bytes."""
+
+    def __init__(self, path, data):
+        import io
+
+        self.metadata = type("Metadata", (), {"path": path})()
+        self._data = data
+        self._io = io
+
+    def open(self):
+        return self._io.BytesIO(self._data)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 3, 5, 1 << 20])
+def test_numbered_lines_are_read_text_lines(chunk_size, tmp_path):
+    """Streamed in any chunk size, lines and numbers are those of ``elmo-tf embed``'s reader."""
+    data = codecs.BOM_UTF8 + "a b\r\n\r\nc\rd\n\né ü\r\r\n\nlast".encode()
+    path = tmp_path / "lines.txt"
+    path.write_bytes(data)
+    lines = list(pipeline.numbered_lines(_Readable("x", data), chunk_size))
+    assert [(s, i) for s, i, _ in lines] == [("x", i) for i in range(len(lines))]
+    assert [b.decode() for _, _, b in lines] == read_text_lines(path)
+
+
+def test_decode_line_dead_letters():
+    decode = pipeline.DecodeLine(max_tokens_per_line=2)
+    assert list(decode.process(("f", 0, b"a  b"))) == [(("f", 0), ["a", "b"])]
+    assert list(decode.process(("f", 1, b""))) == [(("f", 1), [])]
+    for data, reason in [
+        (b"a b c", "3 tokens, more than --max-tokens-per-line 2"),
+        (b"\xc3(", "not valid UTF-8 (byte 0xc3 at byte 1)"),
+        (b"ab\x00", "NUL byte at byte 3 of the line; expected UTF-8 text"),
+    ]:
+        (tagged,) = decode.process(("f", 7, data))
+        assert tagged.tag == pipeline.DEAD_LETTERS
+        assert json.loads(tagged.value) == {"source": "f", "line": 7, "reason": reason}
+
+
+def test_gzip_input_is_decompressed(tmp_path):
+    """``ReadMatches`` opens ``.gz`` inputs decompressed (compression from the name)."""
+    from apache_beam.io import fileio
+    from apache_beam.io.filesystems import FileSystems
+
+    path = tmp_path / "lines.txt.gz"
+    path.write_bytes(gzip.compress(b"one two\n\nthree\n"))
+    (match,) = FileSystems.match([str(path)])
+    readable = fileio.ReadableFile(match.metadata_list[0])
+    assert [b for _, _, b in pipeline.numbered_lines(readable)] == [b"one two", b"", b"three"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--input", "/nonexistent/*.txt"], "no input file matches"),
+        (["--options", "o.json"], "--options and --weights together"),
+        (["--model", "sotu", "--saved-model", "x"], "one of --model"),
+        (["--model", "small"], "without bundled weights"),
+        (["--saved-model", "/nonexistent"], "no saved_model.pb"),
+        (["--max-tokens-per-line", "0"], "--max-tokens-per-line must be at least 1"),
+    ],
+)
+def test_user_errors_exit_1_before_the_job(argv, message, corpus, tmp_path, capsys):
+    if "--input" not in argv:
+        argv = ["--input", str(corpus / "*.txt"), *argv]
+    status = pipeline.main([*argv, "--output", str(tmp_path / "out"), *RUNNER])
+    assert status == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("python -m elmo_tf.beam: error: ") and message in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_elmo_tf_beam_subcommand(tmp_path, capsys):
+    """``elmo-tf beam ARGS`` is ``python -m elmo_tf.beam ARGS``: its help and its errors."""
+    assert elmo_tf_main(["beam", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: elmo-tf beam") and "--saved-model DIR" in out
+    argv = ["beam", "--input", "/nonexistent/*.txt", "--output", str(tmp_path / "x"), *RUNNER]
+    assert elmo_tf_main(argv) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "elmo-tf beam: error: /nonexistent/*.txt: no input file matches"
+    )
