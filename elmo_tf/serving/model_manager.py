@@ -13,12 +13,14 @@ import gc
 import logging
 import os
 import threading
+import time
 
+import grpc
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus
 
-from elmo_tf.serving.batching import Batcher
-from elmo_tf.serving.errors import invalid_argument, not_found, resource_exhausted
+from elmo_tf.serving.batching import CLIENT_GONE, Batcher
+from elmo_tf.serving.errors import ServingError, invalid_argument, not_found, resource_exhausted
 from elmo_tf.serving.signature import SignatureSpec, is_string
 
 log = logging.getLogger("serving")
@@ -69,13 +71,19 @@ class Servable:
             )
         return spec
 
-    def predict(self, key, inputs, output_filter=()):
-        """Validates ``inputs`` (alias -> numpy) and runs them; returns the outputs asked for."""
+    def predict(self, key, inputs, output_filter=(), limits=None, alive=None):
+        """Validates ``inputs`` (alias -> numpy; against ``limits``, a ``RequestLimits``) and
+        runs them, unless ``alive()`` says the client has gone; returns the outputs asked for."""
         spec = self.signature(key)
         aliases = spec.check_output_filter(output_filter)
-        batch_size = spec.validate(inputs)
+        batch_size = spec.validate(inputs, limits)
         batcher = self._batchers.get(key)
-        outputs = batcher.submit(inputs, batch_size) if batcher else self.run(key, inputs)
+        if batcher is not None:
+            outputs = batcher.submit(inputs, batch_size, alive)
+        elif alive is not None and not alive():
+            raise ServingError(grpc.StatusCode.CANCELLED, CLIENT_GONE)
+        else:
+            outputs = self.run(key, inputs)
         return {alias: outputs[alias] for alias in aliases}
 
     def run(self, key, inputs):
@@ -120,13 +128,19 @@ class Servable:
             self._users -= 1
             self._idle.notify_all()
 
-    def unload(self):
-        """Waits for the requests using this version, stops its batchers, frees the model."""
+    def unload(self, timeout=None):
+        """Waits for the requests using this version (up to ``timeout`` s), stops its batchers
+        (failing what is still queued then), frees the model."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._idle:
             while self._users:
-                self._idle.wait()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                self._idle.wait(left)
         for batcher in self._batchers.values():
-            batcher.close()
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            batcher.close(left)
         self._functions.clear()
         self._loaded = None
         gc.collect()
@@ -171,17 +185,19 @@ class ModelManager:
             self._poller = threading.Thread(target=self._poll_loop, name="poll", daemon=True)
             self._poller.start()
 
-    def stop(self):
-        """Stops polling and unloads the served version once its requests are done."""
+    def stop(self, timeout=None):
+        """Stops polling and unloads the served version once its requests are done, waiting
+        for them at most ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         self._stop.set()
         if self._poller is not None:
-            self._poller.join()
+            self._poller.join(timeout)
         with self._lock:
             current, self._current = self._current, None
         if current is not None:
-            self._retire(current)
+            self._retire(current, timeout)
         for thread in self._unloaders:
-            thread.join()
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def versions_on_disk(self):
         """Version numbers with a ``saved_model.pb`` under the base path, ascending."""
@@ -257,11 +273,11 @@ class ModelManager:
             raise not_found(f"Could not find any versions of model '{self.name}'")
         return [(v, *states[v]) for v in sorted(states, reverse=True)]
 
-    def _retire(self, servable):
+    def _retire(self, servable, timeout=None):
         self._set_state(servable.version, State.UNLOADING)
 
         def unload():
-            servable.unload()
+            servable.unload(timeout)
             self._set_state(servable.version, State.END)
             log.info("unloaded model '%s' version %d", self.name, servable.version)
 

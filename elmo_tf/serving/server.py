@@ -9,6 +9,7 @@ import concurrent.futures
 import dataclasses
 import logging
 import threading
+import time
 
 import grpc
 
@@ -16,6 +17,13 @@ from elmo_tf.serving import grpc_api
 from elmo_tf.serving.batching import BatchingOptions
 from elmo_tf.serving.errors import not_found
 from elmo_tf.serving.model_manager import ModelManager
+from elmo_tf.serving.request_limits import (
+    DEFAULT_MAX_REQUEST_ROWS,
+    DEFAULT_MAX_REQUEST_TOKENS,
+    DEFAULT_MAX_TOKEN_BYTES,
+    DEFAULT_MAX_TOKENS_PER_ROW,
+    RequestLimits,
+)
 from elmo_tf.serving.rest_api import RestServer
 
 log = logging.getLogger("serving")
@@ -40,6 +48,11 @@ class ServerOptions:
             (``--file_system_poll_wait_seconds``).
         grpc_max_threads: gRPC worker threads, the most requests in flight at once
             (``--grpc_max_threads``).
+        max_request_rows, max_tokens_per_row, max_request_tokens, max_token_bytes: the
+            per-request limits (``RequestLimits``; ``--max-request-rows`` ...), checked on the
+            declared shapes before anything is allocated.
+        rest_timeout_seconds: how long a REST connection may stay idle or take to send a
+            request before it is closed (``--rest-timeout-seconds``).
     """
 
     model_base_path: str
@@ -51,6 +64,20 @@ class ServerOptions:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     poll_seconds: float = 2.0
     grpc_max_threads: int = 32
+    max_request_rows: int = DEFAULT_MAX_REQUEST_ROWS
+    max_tokens_per_row: int = DEFAULT_MAX_TOKENS_PER_ROW
+    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES
+    rest_timeout_seconds: float = 30.0
+
+    def limits(self):
+        """The ``RequestLimits`` of these options."""
+        return RequestLimits(
+            max_rows=self.max_request_rows,
+            max_tokens_per_row=self.max_tokens_per_row,
+            max_tokens=self.max_request_tokens,
+            max_token_bytes=self.max_token_bytes,
+        )
 
 
 class ModelServer:
@@ -65,6 +92,7 @@ class ModelServer:
 
     def __init__(self, options):
         self.options = options
+        self.limits = options.limits()
         self.manager = ModelManager(
             options.model_name, options.model_base_path, options.poll_seconds, options.batching
         )
@@ -100,6 +128,7 @@ class ModelServer:
                 grpc_api.PredictionServicer(self),
                 grpc_api.ModelServicer(self),
                 options.max_request_bytes,
+                options.rest_timeout_seconds,
             )
             self.rest_port = self._rest.server_address[1]
             self._rest_thread = threading.Thread(
@@ -117,16 +146,18 @@ class ModelServer:
         return self
 
     def stop(self, grace=30.0):
-        """Refuses new requests, lets those in flight finish (up to ``grace`` s), unloads."""
+        """Refuses new requests, lets those in flight finish for up to ``grace`` seconds, then
+        closes every connection still open and unloads the model; returns within about
+        ``grace`` seconds (plus the batch running at that moment)."""
+        deadline = time.monotonic() + grace
         done = self._grpc.stop(grace) if self._grpc is not None else None
         if self._rest is not None:
-            self._rest.shutdown()  # no new connections
-            self._rest.server_close()  # waits for the handler threads in flight
+            self._rest.stop(deadline)  # idle keep-alive connections close now
             self._rest = None
         if done is not None:
-            done.wait(grace)
+            done.wait(max(0.0, deadline - time.monotonic()))
             self._grpc = None
-        self.manager.stop()
+        self.manager.stop(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self):
         return self.start()
@@ -134,12 +165,15 @@ class ModelServer:
     def __exit__(self, *exc):
         self.stop()
 
-    def predict(self, name, version, signature, read_inputs, output_filter):
-        """``(version served, outputs)``; ``read_inputs(spec)`` turns the wire inputs to numpy."""
+    def predict(self, name, version, signature, read_inputs, output_filter, alive=None):
+        """``(version served, outputs)``; ``read_inputs(spec)`` turns the wire inputs to numpy,
+        checking their declared shapes against ``spec`` and ``self.limits`` first;
+        ``alive()``, if given, says whether the client still waits for the answer."""
         with self._servable(name, version) as servable:
             spec = servable.signature(signature)
             inputs = read_inputs(spec)
-            return servable.version, servable.predict(signature, inputs, output_filter)
+            outputs = servable.predict(signature, inputs, output_filter, self.limits, alive)
+            return servable.version, outputs
 
     def metadata(self, name, version):
         """``(version served, {signature key: SignatureDef})``."""
