@@ -9,7 +9,12 @@ every call has a timeout.
 import concurrent.futures
 import json
 import os
+import queue
+import re
+import shutil
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -26,10 +31,12 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 import elmo_tf
 from elmo_tf.characters import WHITESPACE, split_tokens
+from elmo_tf.cli.main import main
 from elmo_tf.embedding_file import read_sentences
 from elmo_tf.serving.batching import Batcher, BatchingOptions
 from elmo_tf.serving.client import make_request
 from elmo_tf.serving.errors import ServingError
+from elmo_tf.serving.model_manager import ModelManager, State
 from elmo_tf.serving.server import ModelServer, ServerOptions
 from elmo_tf.serving.signature import SignatureSpec
 
@@ -428,3 +435,79 @@ def test_exported_graph_has_core_ops_only(base_path):
 
 def _functions(graph):
     return {f.signature.name for f in graph.library.function}
+
+
+# Lifecycle: SIGTERM with connections open, busy ports, versions that fail to load.
+
+
+def test_sigterm_exits_within_grace_with_an_idle_keepalive_connection(base_path):
+    grace = 2.0
+    command = [
+        sys.executable, "-m", "elmo_tf", "serve", "--model-base-path", str(base_path),
+        "--port", "0", "--rest-port", "0", "--poll-seconds", "0",
+        "--shutdown-grace-seconds", str(grace),
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        lines = queue.Queue()
+        threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()
+        port = int(re.search(r"REST 127\.0\.0\.1:(\d+)", lines.get(timeout=120)).group(1))
+        keepalive = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+        silent = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)  # sends nothing
+        try:
+            keepalive.sendall(b"GET /v1/models/elmo HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert keepalive.recv(65536).startswith(b"HTTP/1.1 200")  # then idle, kept open
+            process.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            assert process.wait(timeout=grace + 20) == 0
+            exited = time.monotonic() - signalled
+            assert keepalive.recv(65536) == b""  # the server closed the idle connection
+        finally:
+            keepalive.close()
+            silent.close()
+        assert exited < grace + 10, exited  # interpreter teardown takes a few seconds
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.mark.parametrize("flag", ["--port", "--rest-port"])
+def test_busy_port_is_named_in_one_line(flag, base_path, capsys):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        ports = {"--port": "0", "--rest-port": "0", flag: str(port)}
+        argv = ["serve", "--model-base-path", str(base_path), "--poll-seconds", "0"]
+        argv += [x for item in ports.items() for x in item]
+        assert main(argv) == 1
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "cannot listen" in x]
+    assert f"cannot listen on 127.0.0.1:{port}" in line and f"{flag})" in line
+
+
+def test_failed_version_is_retried_without_a_directory_change(base_path, tmp_path):
+    base = tmp_path / "models"
+    shutil.copytree(base_path / "1", base / "1")
+    (base / "²").mkdir()  # str.isdigit() but not a version
+    shutil.copy(base / "1" / "saved_model.pb", base / "²" / "saved_model.pb")
+    data = base / "1" / "variables" / "variables.data-00000-of-00001"
+    data.rename(tmp_path / "data")  # changes variables/, not the version's directory
+    manager = ModelManager("elmo", str(base), poll_seconds=0)
+    assert manager.versions_on_disk() == [1]
+    try:
+        manager.poll()
+        ((version, state, message),) = manager.status()
+        assert (version, state) == (1, State.END) and message.startswith("failed to load")
+        assert "<model base path>/1/variables/variables.data" in message
+        assert str(tmp_path) not in message
+        (tmp_path / "data").rename(data)
+        manager.poll()  # within the backoff (1 s): not tried again yet
+        assert manager.status()[0][1] == State.END
+        time.sleep(1.1)
+        manager.poll()
+        assert manager.status()[0][1:] == (State.AVAILABLE, "")
+    finally:
+        manager.stop(5)

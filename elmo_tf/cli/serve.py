@@ -2,8 +2,9 @@
 
 The server (``serving.server``) serves the newest version ``N/`` under ``--model-base-path``
 (what ``elmo-tf export saved-model`` writes) and swaps in a newer one without a restart. Flags
-mirror ``tensorflow_model_server``'s (their names with underscores also work). It stops on
-SIGTERM or Ctrl-C after finishing the requests in flight.
+mirror ``tensorflow_model_server``'s (their names with underscores also work). On SIGTERM or
+Ctrl-C it stops accepting, lets the requests in flight finish for up to
+``--shutdown-grace-seconds``, then exits whatever connections are still open.
 """
 
 import logging
@@ -188,11 +189,7 @@ def run(args):
     stop = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        try:
-            server.start()
-        except RuntimeError as e:  # grpc's "Failed to bind"
-            server.stop(0)
-            raise CommandError(f"cannot listen on {args.host}:{args.port}: {e}") from None
+        server.start()  # a busy port: ListenError naming it, one line from main
         rest = f", REST {args.host}:{server.rest_port}" if server.rest_port is not None else ""
         print(f"serving {args.model_name} on gRPC {args.host}:{server.port}{rest}", flush=True)
         while not stop.wait(0.5):

@@ -13,6 +13,7 @@ import time
 
 import grpc
 
+from elmo_tf.errors import ListenError
 from elmo_tf.serving import grpc_api
 from elmo_tf.serving.batching import BatchingOptions
 from elmo_tf.serving.errors import not_found
@@ -106,6 +107,23 @@ class ModelServer:
         """Loads the model, then listens; ``port`` and ``rest_port`` hold the bound ports."""
         options = self.options
         self.manager.start()
+        try:
+            self._listen()
+        except BaseException:
+            self.stop(0)
+            raise
+        log.info(
+            "serving model '%s' from %s: gRPC %s:%d%s",
+            options.model_name,
+            options.model_base_path,
+            options.host,
+            self.port,
+            f", REST {options.host}:{self.rest_port}" if self._rest else "",
+        )
+        return self
+
+    def _listen(self):
+        options = self.options
         self._grpc = grpc.server(
             concurrent.futures.ThreadPoolExecutor(
                 max_workers=options.grpc_max_threads, thread_name_prefix="grpc"
@@ -117,33 +135,31 @@ class ModelServer:
             ],
         )
         grpc_api.add_to_server(self, self._grpc)
-        self.port = self._grpc.add_insecure_port(f"{_host(options.host)}:{options.port}")
+        try:
+            self.port = self._grpc.add_insecure_port(f"{_host(options.host)}:{options.port}")
+        except RuntimeError:  # grpc's "Failed to bind to address"
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {options.host}:{options.port} (gRPC)")
+            raise ListenError(_cannot_listen(options.host, options.port, "gRPC", "--port"))
         self._grpc.start()
         if options.rest_port is not None:
-            self._rest = RestServer(
-                (options.host, options.rest_port),
-                self,
-                grpc_api.PredictionServicer(self),
-                grpc_api.ModelServicer(self),
-                options.max_request_bytes,
-                options.rest_timeout_seconds,
-            )
+            try:
+                self._rest = RestServer(
+                    (options.host, options.rest_port),
+                    self,
+                    grpc_api.PredictionServicer(self),
+                    grpc_api.ModelServicer(self),
+                    options.max_request_bytes,
+                    options.rest_timeout_seconds,
+                )
+            except OSError as e:
+                message = _cannot_listen(options.host, options.rest_port, "REST", "--rest-port")
+                raise ListenError(f"{message} ({e.strerror or e})") from None
             self.rest_port = self._rest.server_address[1]
             self._rest_thread = threading.Thread(
                 target=self._rest.serve_forever, name="rest", daemon=True
             )
             self._rest_thread.start()
-        log.info(
-            "serving model '%s' from %s: gRPC %s:%d%s",
-            options.model_name,
-            options.model_base_path,
-            options.host,
-            self.port,
-            f", REST {options.host}:{self.rest_port}" if self._rest else "",
-        )
-        return self
 
     def stop(self, grace=30.0):
         """Refuses new requests, lets those in flight finish for up to ``grace`` seconds, then
@@ -198,6 +214,13 @@ class ModelServer:
         if name != self.options.model_name:
             wanted = "Latest" if version is None else f"Specific({name}, {version})"
             raise not_found(f"Servable not found for request: {wanted}: no model '{name}'")
+
+
+def _cannot_listen(host, port, what, flag):
+    return (
+        f"cannot listen on {host}:{port} ({what}, {flag}): the port is in use or the address "
+        "is not this machine's; give another port, or 0 for any free one"
+    )
 
 
 def _host(host):
