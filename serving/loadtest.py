@@ -361,7 +361,10 @@ def main(argv=None):
             print(
                 f"beside {args.background_threads} thread(s) sending {args.background_sentences} "
                 "sentences per request (not timed): "
-                + ", ".join(f"{r['background_requests']} done" for r in runs)
+                + ", ".join(
+                    f"{r['background_requests']} done, {r['background_errors']} failed"
+                    for r in runs
+                )
             )
         print_table(runs)
         for run in runs:
