@@ -18,6 +18,10 @@ A token is ``[259, bytes[:48] + 1 ..., 260, 261, ...]``; truncation is by bytes,
 a multi-byte character, exactly as the reference implementations do. The literal tokens
 ``<S>`` and ``</S>`` map to the sentence-boundary rows, as in both references.
 
+Sentences are split into tokens on :data:`WHITESPACE`, by :func:`split_tokens` on the host and
+by :func:`whitespace_to_space` plus ``tf.strings.split`` in the graph, so ``elmo-tf embed`` and
+the served ``default`` signature see the same tokens.
+
 Two equivalent implementations live here: :func:`batch_to_ids` on the host (numpy) and
 :func:`tokens_to_char_ids` in the graph (core TensorFlow ops only, so stock TF Serving can run
 an exported model that uses it).
@@ -27,6 +31,15 @@ import numpy as np
 
 MAX_CHARS_PER_TOKEN = 50
 MAX_TOKEN_BYTES = MAX_CHARS_PER_TOKEN - 2  # room for begin- and end-of-word
+
+# The characters Python's str.split() and str.isspace() treat as whitespace (Unicode White_Space
+# plus the ASCII separators U+001C..U+001F), so sentence.split() and the graph agree. No-break
+# spaces (U+00A0, U+202F) are separators here, as they are for str.split().
+WHITESPACE = (
+    "\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
 
 PADDED_TOKEN = 0
 BOS_CHAR = 257
@@ -104,6 +117,26 @@ def batch_to_ids(sentences, max_length=None):
                 row = cache[token] = token_to_ids(token)
             ids[i, j] = row
     return ids
+
+
+def split_tokens(sentence):
+    """The tokens of a ``str`` sentence: split on runs of :data:`WHITESPACE`, none empty.
+
+    This is ``sentence.split()``; the served ``default`` signature splits the same way
+    (:func:`whitespace_to_space`). No-break space (U+00A0) and ideographic space (U+3000)
+    separate tokens.
+    """
+    return sentence.split()
+
+
+def whitespace_to_space(sentences):
+    """Maps every :data:`WHITESPACE` character of a UTF-8 string tensor to an ASCII space, in
+    the graph (core op ``StaticRegexReplace``), so that ``tf.strings.split``, which splits on
+    ASCII whitespace only, splits like :func:`split_tokens`."""
+    import tensorflow as tf
+
+    others = "".join(c for c in WHITESPACE if c not in " \t\n\v\f\r")
+    return tf.strings.regex_replace(sentences, f"[{others}]", " ")
 
 
 def _as_token_list(sentence, index):

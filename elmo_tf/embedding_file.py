@@ -29,13 +29,15 @@ import os
 import numpy as np
 
 from elmo_tf import files
+from elmo_tf.characters import split_tokens
 
 LAYER_CHOICES = ("all", "top", "average")
 
 
 def read_sentences(path):
-    """The whitespace-tokenised sentences of a UTF-8 text file, one per line (blank: ``[]``)."""
-    return [line.split() for line in files.read_text_lines(path, what="input")]
+    """The tokens of each line of a UTF-8 text file (blank: ``[]``), split on whitespace as the
+    served ``default`` signature splits (``characters.split_tokens``)."""
+    return [split_tokens(line) for line in files.read_text_lines(path, what="input")]
 
 
 def layer_stack(outputs, n_lstm_layers):

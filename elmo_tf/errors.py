@@ -49,3 +49,7 @@ class DistributionError(ElmoError, ValueError):
 
 class TrainingPlanError(ElmoError, ValueError):
     """Training settings that contradict each other or the run being resumed."""
+
+
+class ListenError(ElmoError, OSError):
+    """A server cannot listen on its address (the port is in use, the host is not local)."""

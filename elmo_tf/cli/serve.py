@@ -2,8 +2,9 @@
 
 The server (``serving.server``) serves the newest version ``N/`` under ``--model-base-path``
 (what ``elmo-tf export saved-model`` writes) and swaps in a newer one without a restart. Flags
-mirror ``tensorflow_model_server``'s (their names with underscores also work). It stops on
-SIGTERM or Ctrl-C after finishing the requests in flight.
+mirror ``tensorflow_model_server``'s (their names with underscores also work). On SIGTERM or
+Ctrl-C it stops accepting, lets the requests in flight finish for up to
+``--shutdown-grace-seconds``, then exits whatever connections are still open.
 """
 
 import logging
@@ -13,6 +14,7 @@ import sys
 import threading
 
 from elmo_tf.cli.common import CommandError, require_extra
+from elmo_tf.serving import request_limits
 
 
 def add_parser(subparsers):
@@ -92,6 +94,23 @@ def add_parser(subparsers):
         metavar="N",
         help="gRPC requests in flight at once (default 32)",
     )
+    for flag, default, help_text in (
+        ("--max-request-rows", "DEFAULT_MAX_REQUEST_ROWS", "rows (sentences) in one request"),
+        ("--max-tokens-per-row", "DEFAULT_MAX_TOKENS_PER_ROW", "tokens in one row"),
+        ("--max-request-tokens", "DEFAULT_MAX_REQUEST_TOKENS", "rows x longest row, one request"),
+        ("--max-token-bytes", "DEFAULT_MAX_TOKEN_BYTES", "UTF-8 bytes in one token"),
+    ):
+        value = getattr(request_limits, default)
+        parser.add_argument(
+            flag, type=int, default=value, metavar="N", help=f"{help_text} (default {value})"
+        )
+    parser.add_argument(
+        "--rest-timeout-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="close a REST connection idle or sending a request for this long (default 30)",
+    )
     parser.add_argument(
         "--shutdown-grace-seconds",
         type=float,
@@ -131,11 +150,21 @@ def run(args):
 
     if not os.path.isdir(args.model_base_path):
         raise CommandError(f"--model-base-path {args.model_base_path} is not a directory")
-    for flag in ("max_request_bytes", "grpc_max_threads"):
+    for flag in (
+        "max_request_bytes",
+        "grpc_max_threads",
+        "max_request_rows",
+        "max_tokens_per_row",
+        "max_request_tokens",
+        "max_token_bytes",
+    ):
         if getattr(args, flag) < 1:
             raise CommandError(f"--{flag.replace('_', '-')} must be at least 1")
     if args.poll_seconds < 0:
         raise CommandError("--poll-seconds must not be negative")
+    for flag in ("rest_timeout_seconds", "shutdown_grace_seconds"):
+        if not getattr(args, flag) > 0:
+            raise CommandError(f"--{flag.replace('_', '-')} must be positive")
     batching = batching_options(args)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s elmo-tf serve: %(message)s", stream=sys.stderr
@@ -150,16 +179,17 @@ def run(args):
         max_request_bytes=args.max_request_bytes,
         poll_seconds=args.poll_seconds,
         grpc_max_threads=args.grpc_max_threads,
+        max_request_rows=args.max_request_rows,
+        max_tokens_per_row=args.max_tokens_per_row,
+        max_request_tokens=args.max_request_tokens,
+        max_token_bytes=args.max_token_bytes,
+        rest_timeout_seconds=args.rest_timeout_seconds,
     )
     server = ModelServer(options)
     stop = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        try:
-            server.start()
-        except RuntimeError as e:  # grpc's "Failed to bind"
-            server.stop(0)
-            raise CommandError(f"cannot listen on {args.host}:{args.port}: {e}") from None
+        server.start()  # a busy port: ListenError naming it, one line from main
         rest = f", REST {args.host}:{server.rest_port}" if server.rest_port is not None else ""
         print(f"serving {args.model_name} on gRPC {args.host}:{server.port}{rest}", flush=True)
         while not stop.wait(0.5):

@@ -26,10 +26,11 @@ real ones); send more in chunks. The length stays dynamic unless ``--max-length`
     outputs["elmo"]  # numpy float32 [1, 3, 2P]
 
 Why character ids and not strings: the SavedModel's string signatures split and map text in
-the graph with ``StringSplitV2``, ``StringLength`` and ``DecodePaddedRaw``, which are not TFLite
-built-ins; they would need a Flex-enabled runtime (``SELECT_TF_OPS``, TensorFlow kernels linked
-into the app). Map tokens to ids on the host with ``elmo_tf.batch_to_ids`` (UTF-8 bytes + 1
-between begin- and end-of-word ids, padded to 50; easy to port to the app's language).
+the graph with ``StaticRegexReplace``, ``StringSplitV2``, ``StringLength`` and
+``DecodePaddedRaw``, which are not TFLite built-ins; they would need a Flex-enabled runtime
+(``SELECT_TF_OPS``, TensorFlow kernels linked into the app). Map tokens to ids on the host with
+``elmo_tf.batch_to_ids`` (UTF-8 bytes + 1 between begin- and end-of-word ids, padded to 50;
+easy to port to the app's language).
 
 ``--quantize dynamic`` stores the weights as int8 (dynamic-range quantisation,
 ``tf.lite.Optimize.DEFAULT``); activations stay float32, so the outputs move by a small,

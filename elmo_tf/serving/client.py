@@ -19,6 +19,8 @@ what is sent (``elmo_tf.saved_model_module`` states the contract):
 import grpc
 import numpy as np
 
+from elmo_tf.characters import split_tokens
+
 SIGNATURES = ("default", "tokens", "char_ids")
 
 
@@ -35,7 +37,7 @@ def make_request(sentences, signature="default", model_name="elmo", outputs=(), 
     if version is not None:
         request.model_spec.version.value = version
     request.output_filter.extend(outputs)
-    token_lists = [s.split() if isinstance(s, str) else list(s) for s in sentences]
+    token_lists = [split_tokens(s) if isinstance(s, str) else list(s) for s in sentences]
     if signature == "default":
         strings = [" ".join(tokens) for tokens in token_lists]
         request.inputs["sentences"].CopyFrom(tf.make_tensor_proto(strings, dtype=tf.string))

@@ -46,25 +46,32 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
         self.server = server
 
     def Predict(self, request, context):  # noqa: N802 - the protocol's method name
-        return _answer(context, self.predict, request)
+        return _answer(context, lambda r: self.predict(r, _alive(context)), request)
 
     def GetModelMetadata(self, request, context):  # noqa: N802
         return _answer(context, self.metadata, request)
 
-    def predict(self, request):
-        """The ``PredictResponse`` to ``request``; raises ``ServingError``."""
+    def predict(self, request, alive=None):
+        """The ``PredictResponse`` to ``request``; raises ``ServingError``. ``alive()`` says
+        whether the client still waits (not computed, or stopped between chunks, if not)."""
         name, version = model_request(request.model_spec)
         signature = request.model_spec.signature_name or "serving_default"
+        limits = self.server.limits
 
         def read_inputs(spec):
             spec.check_names(request.inputs)
             return {
-                alias: from_tensor_proto(proto, alias, spec.inputs[alias].dtype)
+                alias: from_tensor_proto(
+                    proto,
+                    alias,
+                    spec.inputs[alias].dtype,
+                    lambda shape, alias=alias: spec.check_declared_shape(alias, shape, limits),
+                )
                 for alias, proto in request.inputs.items()
             }
 
         served, outputs = self.server.predict(
-            name, version, signature, read_inputs, list(request.output_filter)
+            name, version, signature, read_inputs, list(request.output_filter), alive
         )
         response = predict_pb2.PredictResponse()
         response.model_spec.name = name
@@ -117,6 +124,18 @@ class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
                 status.status.error_code = error_codes_pb2.UNKNOWN
                 status.status.error_message = message
         return response
+
+
+def _alive(context):
+    """``alive()`` of a gRPC call: false once it is cancelled or its deadline has passed."""
+
+    def alive():
+        if not context.is_active():
+            return False
+        remaining = context.time_remaining()
+        return remaining is None or remaining > 0
+
+    return alive
 
 
 def _answer(context, method, request):

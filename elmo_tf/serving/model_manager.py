@@ -4,26 +4,32 @@ TF Serving's layout and default version policy: ``BASE/N/saved_model.pb`` is ver
 highest N is served. ``ModelManager`` polls ``BASE`` every ``poll_seconds``; when the highest
 version changes (a new export, or the served one deleted) it loads that version, warms it up,
 swaps it in, and unloads the old one once its in-flight requests have finished. A version that
-fails to load is reported in the model status and not retried until its directory changes;
-the old version keeps serving meanwhile.
+fails to load is reported in the model status (without the server's paths) and retried at
+later polls with exponential backoff (from ``poll_seconds`` up to ``RETRY_MAX_SECONDS``), or at
+once when its directory changes; the old version keeps serving meanwhile. Only names of ASCII
+digits are versions (``"²"`` passes ``str.isdigit()`` but is not a number ``int`` reads).
 """
 
 import contextlib
 import gc
 import logging
 import os
+import re
 import threading
+import time
 
+import grpc
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus
 
-from elmo_tf.serving.batching import Batcher
-from elmo_tf.serving.errors import invalid_argument, not_found, resource_exhausted
+from elmo_tf.serving.batching import CLIENT_GONE, Batcher
+from elmo_tf.serving.errors import ServingError, invalid_argument, not_found, resource_exhausted
 from elmo_tf.serving.signature import SignatureSpec, is_string
 
 log = logging.getLogger("serving")
 
 State = ModelVersionStatus.State
+RETRY_MAX_SECONDS = 300.0
 
 
 class Servable:
@@ -69,13 +75,19 @@ class Servable:
             )
         return spec
 
-    def predict(self, key, inputs, output_filter=()):
-        """Validates ``inputs`` (alias -> numpy) and runs them; returns the outputs asked for."""
+    def predict(self, key, inputs, output_filter=(), limits=None, alive=None):
+        """Validates ``inputs`` (alias -> numpy; against ``limits``, a ``RequestLimits``) and
+        runs them, unless ``alive()`` says the client has gone; returns the outputs asked for."""
         spec = self.signature(key)
         aliases = spec.check_output_filter(output_filter)
-        batch_size = spec.validate(inputs)
+        batch_size = spec.validate(inputs, limits)
         batcher = self._batchers.get(key)
-        outputs = batcher.submit(inputs, batch_size) if batcher else self.run(key, inputs)
+        if batcher is not None:
+            outputs = batcher.submit(inputs, batch_size, alive)
+        elif alive is not None and not alive():
+            raise ServingError(grpc.StatusCode.CANCELLED, CLIENT_GONE)
+        else:
+            outputs = self.run(key, inputs)
         return {alias: outputs[alias] for alias in aliases}
 
     def run(self, key, inputs):
@@ -120,13 +132,19 @@ class Servable:
             self._users -= 1
             self._idle.notify_all()
 
-    def unload(self):
-        """Waits for the requests using this version, stops its batchers, frees the model."""
+    def unload(self, timeout=None):
+        """Waits for the requests using this version (up to ``timeout`` s), stops its batchers
+        (failing what is still queued then), frees the model."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._idle:
             while self._users:
-                self._idle.wait()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                self._idle.wait(left)
         for batcher in self._batchers.values():
-            batcher.close()
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            batcher.close(left)
         self._functions.clear()
         self._loaded = None
         gc.collect()
@@ -158,7 +176,7 @@ class ModelManager:
         self.batching = batching
         self._current = None
         self._states = {}  # version -> (State, error message)
-        self._failed = {}  # version -> mtime of the directory that failed to load
+        self._failed = {}  # version -> (directory mtime, time of the next try, backoff seconds)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._poller = None
@@ -171,17 +189,19 @@ class ModelManager:
             self._poller = threading.Thread(target=self._poll_loop, name="poll", daemon=True)
             self._poller.start()
 
-    def stop(self):
-        """Stops polling and unloads the served version once its requests are done."""
+    def stop(self, timeout=None):
+        """Stops polling and unloads the served version once its requests are done, waiting
+        for them at most ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         self._stop.set()
         if self._poller is not None:
-            self._poller.join()
+            self._poller.join(timeout)
         with self._lock:
             current, self._current = self._current, None
         if current is not None:
-            self._retire(current)
+            self._retire(current, timeout)
         for thread in self._unloaders:
-            thread.join()
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def versions_on_disk(self):
         """Version numbers with a ``saved_model.pb`` under the base path, ascending."""
@@ -192,7 +212,9 @@ class ModelManager:
         return sorted(
             int(n)
             for n in names
-            if n.isdigit() and os.path.isfile(os.path.join(self.base_path, n, "saved_model.pb"))
+            if n.isascii()  # "²".isdigit() is true, and int("²") fails
+            and n.isdigit()
+            and os.path.isfile(os.path.join(self.base_path, n, "saved_model.pb"))
         )
 
     def poll(self):
@@ -208,8 +230,9 @@ class ModelManager:
             return
         path = os.path.join(self.base_path, str(target))
         mtime = os.stat(path).st_mtime
-        if self._failed.get(target) == mtime:
-            return
+        failed = self._failed.get(target)
+        if failed is not None and failed[0] == mtime and time.monotonic() < failed[1]:
+            return  # backing off; a changed directory is tried at once
         self._set_state(target, State.LOADING)
         log.info("loading model '%s' version %d from %s", self.name, target, path)
         servable = None
@@ -219,10 +242,22 @@ class ModelManager:
         except Exception as e:  # noqa: BLE001 - any load failure leaves the old version serving
             if servable is not None:
                 servable.unload()
-            self._failed[target] = mtime
-            self._set_state(target, State.END, f"failed to load: {_first_line(str(e))}")
-            log.error("model '%s' version %d failed to load: %s", self.name, target, e)
+            if failed is None or failed[0] != mtime:
+                backoff = max(1.0, self.poll_seconds)
+            else:
+                backoff = min(RETRY_MAX_SECONDS, 2 * failed[2])
+            self._failed[target] = (mtime, time.monotonic() + backoff, backoff)
+            message = self._without_paths(_first_line(str(e)))
+            self._set_state(target, State.END, f"failed to load: {message}")
+            log.error(
+                "model '%s' version %d failed to load (retrying in %.0f s): %s",
+                self.name,
+                target,
+                backoff,
+                e,
+            )
             return
+        self._failed.pop(target, None)
         with self._lock:
             old, self._current = self._current, servable
             self._states[target] = (State.AVAILABLE, "")
@@ -257,11 +292,18 @@ class ModelManager:
             raise not_found(f"Could not find any versions of model '{self.name}'")
         return [(v, *states[v]) for v in sorted(states, reverse=True)]
 
-    def _retire(self, servable):
+    def _without_paths(self, message):
+        """``message`` without the server's directories: clients see version numbers only."""
+        for base in sorted({self.base_path, os.path.abspath(self.base_path),
+                            os.path.realpath(self.base_path)}, key=len, reverse=True):  # fmt: skip
+            message = message.replace(base.rstrip(os.sep), "<model base path>")
+        return _ABSOLUTE_PATH.sub("<path>", message)
+
+    def _retire(self, servable, timeout=None):
         self._set_state(servable.version, State.UNLOADING)
 
         def unload():
-            servable.unload()
+            servable.unload(timeout)
             self._set_state(servable.version, State.END)
             log.info("unloaded model '%s' version %d", self.name, servable.version)
 
@@ -291,6 +333,9 @@ def read_signature_defs(path):
         if "serve" in meta_graph.meta_info_def.tags:
             return dict(meta_graph.signature_def)
     raise ValueError(f"{pb_path} has no MetaGraph tagged 'serve'")
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w<>])/[^\s'\"(){}\[\],;]+")
 
 
 def _first_line(message):

@@ -14,14 +14,25 @@ The body may name ``"signature_name"`` (default ``serving_default``). Strings ar
 or ``{"b64": "..."}``. In the row form a signature with one input takes the values themselves
 (``{"instances": ["a sentence", ...]}``), one with several takes objects (``{"instances":
 [{"tokens": [...], "sequence_len": 2}, ...]}``). Errors answer ``{"error": "..."}`` with 400
-(bad request), 404 (unknown model, version or signature), 413 (body over the size limit), 429
-(batch queue full). The answers are those of the gRPC API, converted the way TF Serving does.
+(bad request), 404 (unknown model, version or signature), 413 (body or request over a limit),
+429 (batch queue full). The answers are those of the gRPC API, converted the way TF Serving does.
+
+Connections: HTTP/1.1 with keep-alive; a listen backlog of ``REQUEST_QUEUE_SIZE``; a connection
+idle, or slow to send its request, for ``timeout`` seconds is closed, so a slow client cannot
+hold a thread. A POST needs a ``Content-Length`` (400 if it is missing, negative or not a
+number); a body over the limit is answered 413 without being read (also on ``Expect:
+100-continue``), and the connection closed. JSON nested too deep for the parser or holding an
+integer of more than 4300 digits is a 400. ``stop`` closes idle connections at once and the
+others when their request is answered or the grace period ends.
 """
 
 import http.server
 import json
 import logging
 import re
+import socket
+import threading
+import time
 
 from google.protobuf import json_format
 from tensorflow_serving.apis import (
@@ -37,13 +48,47 @@ log = logging.getLogger("serving")
 _MODEL = r"/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>\d+))?"
 GET_PATH = re.compile(_MODEL + r"(?P<metadata>/metadata)?/?")
 POST_PATH = re.compile(_MODEL + r":(?P<method>[a-z]+)")
-DISCARD_LIMIT = 256 << 20  # a refused body larger than this is not read; the client sees a reset
+REQUEST_QUEUE_SIZE = 1024  # listen backlog: bursts of new connections wait instead of failing
 
 
 class RestHandler(http.server.BaseHTTPRequestHandler):
     """One REST request; ``server`` is a ``RestServer``."""
 
     server_version = "elmo-tf-serving"
+    protocol_version = "HTTP/1.1"  # keep-alive; every answer has a Content-Length
+
+    def setup(self):
+        self.timeout = self.server.timeout_seconds  # socket timeout: idle and slow clients
+        super().setup()
+        self.server.track(self, busy=False)
+
+    def finish(self):
+        try:
+            super().finish()
+        finally:
+            self.server.untrack(self)
+
+    def handle_one_request(self):
+        try:
+            super().handle_one_request()
+        except (TimeoutError, ConnectionError):  # a slow or vanished client: drop it
+            self.close_connection = True
+        finally:
+            if self.server.track(self, busy=False):  # stopping: no further request
+                self.close_connection = True
+
+    def parse_request(self):
+        self.server.track(self, busy=True)  # a request line arrived: in flight until answered
+        return super().parse_request()
+
+    def handle_expect_100(self):
+        """Refuses a body over the limit before the client sends it."""
+        length = _content_length(self.headers)
+        if isinstance(length, int) and length > self.server.max_request_bytes:
+            self.close_connection = True
+            self._send(413, {"error": _too_large(length, self.server.max_request_bytes)})
+            return False
+        return super().handle_expect_100()
 
     def do_GET(self):  # noqa: N802 - http.server's method name
         match = GET_PATH.fullmatch(self.path.split("?")[0])
@@ -65,6 +110,9 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
     def _answer(self, method, match):
         try:
             answer = method(match["name"], _version(match))
+        except (TimeoutError, ConnectionError):  # no one to answer
+            self.close_connection = True
+            return
         except ServingError as e:
             self._send(e.http_status, {"error": e.message})
         except Exception:  # noqa: BLE001 - a bug answers 500 and the server stays up
@@ -79,6 +127,9 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            if self.close_connection or self.server.stopping:
+                self.close_connection = True
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up; nothing to tell
@@ -123,8 +174,9 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
         row_format = "instances" in body
         reader = _row_inputs if row_format else _columnar_inputs
         payload = body["instances" if row_format else "inputs"]
+        limits = self.server.model_server.limits
         _, outputs = self.server.model_server.predict(
-            name, version, signature, lambda spec: reader(payload, spec), []
+            name, version, signature, lambda spec: reader(payload, spec, limits), []
         )
         values = {alias: to_json(value) for alias, value in outputs.items()}
         if not row_format:
@@ -135,51 +187,122 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
         return {"predictions": [{a: v[i] for a, v in values.items()} for i in range(rows)]}
 
     def _read_json(self):
-        try:
-            length = int(self.headers.get("Content-Length", ""))
-        except ValueError:
-            raise invalid_argument("a POST needs a Content-Length header") from None
+        length = _content_length(self.headers)
+        if not isinstance(length, int):
+            self.close_connection = True  # the body's end is unknown: the connection is unusable
+            raise invalid_argument(length)
         limit = self.server.max_request_bytes
         if length > limit:
-            self._discard(length)
-            raise resource_exhausted(
-                f"request of {length} bytes is over the limit of {limit} bytes", http_status=413
-            )
+            self.close_connection = True  # the body is not read
+            raise resource_exhausted(_too_large(length, limit), http_status=413)
+        data = self._read_body(length)
         try:
-            body = json.loads(self.rfile.read(length))
+            body = json.loads(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise invalid_argument(f"the body is not valid JSON: {e}") from None
+        except RecursionError:
+            raise invalid_argument("the body's JSON is nested too deeply") from None
+        except ValueError as e:  # an integer of more than sys.get_int_max_str_digits() digits
+            raise invalid_argument(f"the body's JSON has a value out of range: {e}") from None
         if not isinstance(body, dict):
             raise invalid_argument("the body must be a JSON object")
         return body
 
-    def _discard(self, length):
-        """Reads and drops a refused body (up to a bound), so that closing the connection does
-        not reset it before the client has read the error."""
-        self.close_connection = True
-        left = min(length, DISCARD_LIMIT)
+    def _read_body(self, length):
+        """``length`` bytes of body, within ``timeout`` seconds in all (not per read)."""
+        deadline = time.monotonic() + self.server.timeout_seconds
+        parts, left = [], length
         while left > 0:
-            chunk = self.rfile.read(min(left, 1 << 16))
+            if time.monotonic() > deadline:
+                raise TimeoutError("the client is sending its body too slowly")
+            chunk = self.rfile.read1(min(left, 1 << 16))
             if not chunk:
-                break
+                raise ConnectionError("the client closed the connection mid-body")
+            parts.append(chunk)
             left -= len(chunk)
+        return b"".join(parts)
 
 
 class RestServer(http.server.ThreadingHTTPServer):
     """The REST front end of a ``ModelServer``; a thread per connection.
 
-    Handler threads are not daemons, so ``server_close`` waits for requests in flight.
+    ``stop(deadline)`` stops accepting, closes idle connections, waits for the requests in
+    flight until ``deadline`` (``time.monotonic()``), then closes whatever is still open.
+
+    Args:
+        timeout: seconds a connection may be idle, or take to send one request.
     """
 
-    daemon_threads = False
-    block_on_close = True
+    daemon_threads = True  # stop() does the waiting, bounded by its deadline
+    block_on_close = False
+    request_queue_size = REQUEST_QUEUE_SIZE
 
-    def __init__(self, address, model_server, prediction_service, model_service, max_bytes):
+    def __init__(
+        self, address, model_server, prediction_service, model_service, max_bytes, timeout=30.0
+    ):
         self.model_server = model_server
         self.prediction_service = prediction_service
         self.model_service = model_service
         self.max_request_bytes = max_bytes
+        self.timeout_seconds = timeout
+        self.stopping = False
+        self._connections = {}  # handler -> whether a request is in flight
+        self._lock = threading.Condition()
         super().__init__(address, RestHandler)
+
+    def track(self, handler, busy):
+        """Records whether ``handler``'s connection has a request in flight; returns whether
+        the server is stopping (so that the connection closes after this request)."""
+        with self._lock:
+            self._connections[handler] = busy
+            self._lock.notify_all()
+            return self.stopping
+
+    def untrack(self, handler):
+        with self._lock:
+            self._connections.pop(handler, None)
+            self._lock.notify_all()
+
+    def stop(self, deadline):
+        """Stops accepting; idle connections close now, busy ones by ``deadline``."""
+        self.shutdown()  # serve_forever returns: no new connections are accepted
+        self.server_close()
+        with self._lock:
+            self.stopping = True
+            for handler, busy in self._connections.items():
+                if not busy:
+                    _close(handler.connection)
+            while self._connections and time.monotonic() < deadline:
+                self._lock.wait(max(0.0, min(0.5, deadline - time.monotonic())))
+                for handler, busy in self._connections.items():
+                    if not busy:  # answered its request in flight, now idle
+                        _close(handler.connection)
+            for handler in self._connections:
+                _close(handler.connection)
+
+
+def _close(sock):
+    try:
+        sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked reading it
+    except OSError:
+        pass
+
+
+def _content_length(headers):
+    """The ``Content-Length`` of a request as an int, else the error message (a str)."""
+    if headers.get("Transfer-Encoding"):
+        return "send the body with a Content-Length, not a Transfer-Encoding"
+    value = headers.get("Content-Length")
+    if value is None:
+        return "a POST needs a Content-Length header"
+    value = value.strip()
+    if not value.isascii() or not value.isdigit() or len(value) > 18:
+        return f"Content-Length must be a non-negative integer, got {value[:20]!r}"
+    return int(value)
+
+
+def _too_large(length, limit):
+    return f"request of {length} bytes is over the limit of {limit} bytes (--max-request-bytes)"
 
 
 def _version(match):
@@ -197,7 +320,7 @@ def _is_value(item):
     return not isinstance(item, dict) or set(item) == {"b64"}
 
 
-def _row_inputs(instances, spec):
+def _row_inputs(instances, spec, limits):
     if not isinstance(instances, list):
         raise invalid_argument("'instances' must be a list (one entry per row)")
     aliases = sorted(spec.inputs)
@@ -218,10 +341,10 @@ def _row_inputs(instances, spec):
             spec.check_names(item)
             for alias in aliases:
                 columns.setdefault(alias, []).append(item[alias])
-    return {a: from_json(v, a, spec.inputs[a].dtype) for a, v in columns.items()}
+    return _read(columns, spec, limits)
 
 
-def _columnar_inputs(inputs, spec):
+def _columnar_inputs(inputs, spec, limits):
     if _is_value(inputs):
         if len(spec.inputs) != 1:
             raise invalid_argument(
@@ -230,4 +353,17 @@ def _columnar_inputs(inputs, spec):
             )
         inputs = {next(iter(spec.inputs)): inputs}
     spec.check_names(inputs)
-    return {a: from_json(v, a, spec.inputs[a].dtype) for a, v in inputs.items()}
+    return _read(inputs, spec, limits)
+
+
+def _read(columns, spec, limits):
+    """The numpy inputs of JSON ``columns``, each one's shape checked before it is read."""
+    return {
+        alias: from_json(
+            value,
+            alias,
+            spec.inputs[alias].dtype,
+            lambda shape, alias=alias: spec.check_declared_shape(alias, shape, limits),
+        )
+        for alias, value in columns.items()
+    }

@@ -9,13 +9,22 @@ import concurrent.futures
 import dataclasses
 import logging
 import threading
+import time
 
 import grpc
 
+from elmo_tf.errors import ListenError
 from elmo_tf.serving import grpc_api
 from elmo_tf.serving.batching import BatchingOptions
 from elmo_tf.serving.errors import not_found
 from elmo_tf.serving.model_manager import ModelManager
+from elmo_tf.serving.request_limits import (
+    DEFAULT_MAX_REQUEST_ROWS,
+    DEFAULT_MAX_REQUEST_TOKENS,
+    DEFAULT_MAX_TOKEN_BYTES,
+    DEFAULT_MAX_TOKENS_PER_ROW,
+    RequestLimits,
+)
 from elmo_tf.serving.rest_api import RestServer
 
 log = logging.getLogger("serving")
@@ -40,6 +49,11 @@ class ServerOptions:
             (``--file_system_poll_wait_seconds``).
         grpc_max_threads: gRPC worker threads, the most requests in flight at once
             (``--grpc_max_threads``).
+        max_request_rows, max_tokens_per_row, max_request_tokens, max_token_bytes: the
+            per-request limits (``RequestLimits``; ``--max-request-rows`` ...), checked on the
+            declared shapes before anything is allocated.
+        rest_timeout_seconds: how long a REST connection may stay idle or take to send a
+            request before it is closed (``--rest-timeout-seconds``).
     """
 
     model_base_path: str
@@ -51,6 +65,20 @@ class ServerOptions:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     poll_seconds: float = 2.0
     grpc_max_threads: int = 32
+    max_request_rows: int = DEFAULT_MAX_REQUEST_ROWS
+    max_tokens_per_row: int = DEFAULT_MAX_TOKENS_PER_ROW
+    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES
+    rest_timeout_seconds: float = 30.0
+
+    def limits(self):
+        """The ``RequestLimits`` of these options."""
+        return RequestLimits(
+            max_rows=self.max_request_rows,
+            max_tokens_per_row=self.max_tokens_per_row,
+            max_tokens=self.max_request_tokens,
+            max_token_bytes=self.max_token_bytes,
+        )
 
 
 class ModelServer:
@@ -65,6 +93,7 @@ class ModelServer:
 
     def __init__(self, options):
         self.options = options
+        self.limits = options.limits()
         self.manager = ModelManager(
             options.model_name, options.model_base_path, options.poll_seconds, options.batching
         )
@@ -78,6 +107,23 @@ class ModelServer:
         """Loads the model, then listens; ``port`` and ``rest_port`` hold the bound ports."""
         options = self.options
         self.manager.start()
+        try:
+            self._listen()
+        except BaseException:
+            self.stop(0)
+            raise
+        log.info(
+            "serving model '%s' from %s: gRPC %s:%d%s",
+            options.model_name,
+            options.model_base_path,
+            options.host,
+            self.port,
+            f", REST {options.host}:{self.rest_port}" if self._rest else "",
+        )
+        return self
+
+    def _listen(self):
+        options = self.options
         self._grpc = grpc.server(
             concurrent.futures.ThreadPoolExecutor(
                 max_workers=options.grpc_max_threads, thread_name_prefix="grpc"
@@ -89,44 +135,45 @@ class ModelServer:
             ],
         )
         grpc_api.add_to_server(self, self._grpc)
-        self.port = self._grpc.add_insecure_port(f"{_host(options.host)}:{options.port}")
+        try:
+            self.port = self._grpc.add_insecure_port(f"{_host(options.host)}:{options.port}")
+        except RuntimeError:  # grpc's "Failed to bind to address"
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {options.host}:{options.port} (gRPC)")
+            raise ListenError(_cannot_listen(options.host, options.port, "gRPC", "--port"))
         self._grpc.start()
         if options.rest_port is not None:
-            self._rest = RestServer(
-                (options.host, options.rest_port),
-                self,
-                grpc_api.PredictionServicer(self),
-                grpc_api.ModelServicer(self),
-                options.max_request_bytes,
-            )
+            try:
+                self._rest = RestServer(
+                    (options.host, options.rest_port),
+                    self,
+                    grpc_api.PredictionServicer(self),
+                    grpc_api.ModelServicer(self),
+                    options.max_request_bytes,
+                    options.rest_timeout_seconds,
+                )
+            except OSError as e:
+                message = _cannot_listen(options.host, options.rest_port, "REST", "--rest-port")
+                raise ListenError(f"{message} ({e.strerror or e})") from None
             self.rest_port = self._rest.server_address[1]
             self._rest_thread = threading.Thread(
                 target=self._rest.serve_forever, name="rest", daemon=True
             )
             self._rest_thread.start()
-        log.info(
-            "serving model '%s' from %s: gRPC %s:%d%s",
-            options.model_name,
-            options.model_base_path,
-            options.host,
-            self.port,
-            f", REST {options.host}:{self.rest_port}" if self._rest else "",
-        )
-        return self
 
     def stop(self, grace=30.0):
-        """Refuses new requests, lets those in flight finish (up to ``grace`` s), unloads."""
+        """Refuses new requests, lets those in flight finish for up to ``grace`` seconds, then
+        closes every connection still open and unloads the model; returns within about
+        ``grace`` seconds (plus the batch running at that moment)."""
+        deadline = time.monotonic() + grace
         done = self._grpc.stop(grace) if self._grpc is not None else None
         if self._rest is not None:
-            self._rest.shutdown()  # no new connections
-            self._rest.server_close()  # waits for the handler threads in flight
+            self._rest.stop(deadline)  # idle keep-alive connections close now
             self._rest = None
         if done is not None:
-            done.wait(grace)
+            done.wait(max(0.0, deadline - time.monotonic()))
             self._grpc = None
-        self.manager.stop()
+        self.manager.stop(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self):
         return self.start()
@@ -134,12 +181,15 @@ class ModelServer:
     def __exit__(self, *exc):
         self.stop()
 
-    def predict(self, name, version, signature, read_inputs, output_filter):
-        """``(version served, outputs)``; ``read_inputs(spec)`` turns the wire inputs to numpy."""
+    def predict(self, name, version, signature, read_inputs, output_filter, alive=None):
+        """``(version served, outputs)``; ``read_inputs(spec)`` turns the wire inputs to numpy,
+        checking their declared shapes against ``spec`` and ``self.limits`` first;
+        ``alive()``, if given, says whether the client still waits for the answer."""
         with self._servable(name, version) as servable:
             spec = servable.signature(signature)
             inputs = read_inputs(spec)
-            return servable.version, servable.predict(signature, inputs, output_filter)
+            outputs = servable.predict(signature, inputs, output_filter, self.limits, alive)
+            return servable.version, outputs
 
     def metadata(self, name, version):
         """``(version served, {signature key: SignatureDef})``."""
@@ -164,6 +214,13 @@ class ModelServer:
         if name != self.options.model_name:
             wanted = "Latest" if version is None else f"Specific({name}, {version})"
             raise not_found(f"Servable not found for request: {wanted}: no model '{name}'")
+
+
+def _cannot_listen(host, port, what, flag):
+    return (
+        f"cannot listen on {host}:{port} ({what}, {flag}): the port is in use or the address "
+        "is not this machine's; give another port, or 0 for any free one"
+    )
 
 
 def _host(host):

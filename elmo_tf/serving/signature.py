@@ -3,6 +3,8 @@
 Every request is checked here before it runs or joins a batch, so that a bad request fails
 alone, with INVALID_ARGUMENT and a message naming the input, and never poisons a batch:
 
+- each input's declared shape, before its values are read: rank and fixed dimensions as the
+  signature declares them, and the server's ``RequestLimits`` (``check_declared_shape``);
 - every input present, no unknown input; each input's rank and fixed dimensions as declared;
 - a non-empty batch, the same batch size in every input;
 - the ELMo contract's value constraints (``elmo_tf.saved_model_module``), which the graph also
@@ -14,7 +16,7 @@ import dataclasses
 
 from tensorflow.core.framework import types_pb2
 
-from elmo_tf.characters import NUM_CHAR_IDS
+from elmo_tf.characters import NUM_CHAR_IDS, split_tokens
 from elmo_tf.serving.errors import invalid_argument
 from elmo_tf.serving.tensors import dtype_name
 
@@ -96,10 +98,18 @@ class SignatureSpec:
                     f"{self._expected()}"
                 )
 
-    def validate(self, inputs):
+    def check_declared_shape(self, alias, shape, limits):
+        """Checks the declared ``shape`` of input ``alias`` before its values are read: rank and
+        fixed dimensions (INVALID_ARGUMENT), then ``limits`` (RESOURCE_EXHAUSTED)."""
+        limits.check_shape(alias, list(shape), self.inputs[alias].shape)
+
+    def validate(self, inputs, limits=None):
         """Checks ``inputs`` (alias -> numpy array, dtypes already checked); returns the batch size.
 
-        Raises ``ServingError`` (INVALID_ARGUMENT) naming the first offending input.
+        Raises ``ServingError``: INVALID_ARGUMENT naming the first offending input,
+        RESOURCE_EXHAUSTED naming the limit of ``limits`` (a ``RequestLimits``) a request is
+        over; the strings of a rank-1 string input (``sentences``) are split into tokens to
+        count them, as the model splits them.
         """
         self.check_names(inputs)
         batch = None
@@ -128,6 +138,10 @@ class SignatureSpec:
                     f"input '{alias}' has batch size {shape[0]} but input '{first}' has {batch}"
                 )
         _check_elmo_values(inputs)
+        if limits is not None:
+            for alias, spec in self.inputs.items():
+                if is_string(spec):
+                    _check_strings(alias, inputs[alias], limits)
         return batch
 
     def _expected(self):
@@ -153,6 +167,25 @@ def _check_elmo_values(inputs):
     if char_ids is not None and char_ids.size and char_ids.dtype != object:
         if char_ids.min() < 0 or char_ids.max() >= NUM_CHAR_IDS:
             raise invalid_argument(f"input 'char_ids' must hold ids in [0, {NUM_CHAR_IDS - 1}]")
+
+
+def _check_strings(alias, array, limits):
+    """Limits on tokens: a rank-1 string input holds sentences the model splits into tokens."""
+    if array.ndim == 1:
+        token_lists = [split_tokens(_text(s)) for s in array]
+        counts = [len(tokens) for tokens in token_lists]
+        longest = max((len(t.encode("utf-8", "surrogateescape")) for ts in token_lists for t in ts),
+                      default=0)  # fmt: skip
+        limits.check_token_lists(alias, counts, longest)
+    else:
+        longest = max((len(t) for t in array.flat), default=0)
+        limits.check("max_token_bytes", longest, f"input '{alias}' has a {longest}-byte token")
+
+
+def _text(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return str(value)
 
 
 def is_string(spec):

@@ -1,11 +1,15 @@
 """Tensors on the wire: ``TensorProto`` (gRPC) and JSON (REST) to numpy and back.
 
 Requests are checked against the signature's declared dtype here, so that a wrong dtype is
-reported with the name of the input rather than as a failure inside the graph.
+reported with the name of the input rather than as a failure inside the graph. A request's
+declared shape is checked (``check_shape``, the signature's ranks and ``RequestLimits``) and
+compared with the amount of content it carries *before* any array is allocated: a small proto
+may declare ``[2**40]`` and hold one value, which ``tf.make_ndarray`` would repeat to fill it.
 """
 
 import base64
 import binascii
+import math
 
 import numpy as np
 import tensorflow as tf
@@ -24,11 +28,14 @@ def dtype_name(dtype_enum):
         return f"DataType {dtype_enum}"
 
 
-def from_tensor_proto(proto, alias, dtype_enum):
+def from_tensor_proto(proto, alias, dtype_enum, check_shape=None):
     """The numpy array of ``proto``, the request's input ``alias`` of declared ``dtype_enum``.
 
-    Strings come back as an object array of ``bytes``. Raises ``ServingError``
-    (INVALID_ARGUMENT) naming ``alias`` for a wrong dtype or a malformed proto.
+    Strings come back as an object array of ``bytes``. ``check_shape(shape)``, if given, is
+    called with the declared shape (a list of ints) before anything is allocated. Raises
+    ``ServingError`` (INVALID_ARGUMENT) naming ``alias`` for a wrong dtype or a malformed proto:
+    a ``tensor_content`` whose length is not the shape's, or more values than the shape holds
+    (fewer are allowed: as in TensorFlow, the last one is repeated).
     """
     if proto.dtype != dtype_enum:
         raise invalid_argument(
@@ -39,6 +46,9 @@ def from_tensor_proto(proto, alias, dtype_enum):
     shape = [d.size for d in proto.tensor_shape.dim]
     if any(size < 0 for size in shape):
         raise invalid_argument(f"input '{alias}' has a negative dimension in shape {shape}")
+    if check_shape is not None:
+        check_shape(shape)
+    _check_content(proto, alias, shape)
     try:
         array = tf.make_ndarray(proto)
     except (ValueError, TypeError) as e:
@@ -48,17 +58,38 @@ def from_tensor_proto(proto, alias, dtype_enum):
     return array
 
 
+def _check_content(proto, alias, shape):
+    """INVALID_ARGUMENT unless the proto's content fits its declared ``shape``."""
+    elements = math.prod(shape)
+    if proto.tensor_content:
+        if proto.dtype == types_pb2.DT_STRING:
+            raise invalid_argument(f"input '{alias}' is a string tensor: send string_val")
+        itemsize = tf.dtypes.as_dtype(proto.dtype).size
+        if len(proto.tensor_content) != elements * itemsize:
+            raise invalid_argument(
+                f"input '{alias}' declares shape {shape} ({elements} values) but its "
+                f"tensor_content holds {len(proto.tensor_content)} bytes"
+            )
+        return
+    values = sum(len(value) for field, value in proto.ListFields() if field.name.endswith("_val"))
+    if values > elements:
+        raise invalid_argument(
+            f"input '{alias}' declares shape {shape} ({elements} values) but holds {values}"
+        )
+
+
 def to_tensor_proto(array):
     """``TensorProto`` of a numpy array (numbers as ``tensor_content``, as TF Serving sends)."""
     return tf.make_tensor_proto(array)
 
 
-def from_json(value, alias, dtype_enum):
+def from_json(value, alias, dtype_enum, check_shape=None):
     """The numpy array of a JSON value (nested lists) for input ``alias`` of ``dtype_enum``.
 
     Strings are JSON strings (sent as UTF-8) or ``{"b64": "..."}`` objects (any bytes), as in
-    TF Serving's REST API. Raises ``ServingError`` naming ``alias`` for ragged nesting or a
-    value of the wrong type.
+    TF Serving's REST API. ``check_shape(shape)``, if given, is called with the shape of the
+    first element at each depth before the values are read. Raises ``ServingError`` naming
+    ``alias`` for ragged nesting or a value of the wrong type.
     """
     if dtype_enum == types_pb2.DT_STRING:
         convert, np_dtype = _json_bytes, object
@@ -77,6 +108,8 @@ def from_json(value, alias, dtype_enum):
         if not probe:
             break
         probe = probe[0]
+    if check_shape is not None:
+        check_shape(shape)
     flat = []
 
     def walk(v, depth):

@@ -1,0 +1,516 @@
+"""Hostile input, faults and load: the server stays up, bounded and clean.
+
+Requests that declare huge shapes, bodies that nest deep or lie about their length, requests
+larger than the batch queue, clients that go away, idle connections at shutdown, versions that
+fail to load. Servers listen on 127.0.0.1 with ephemeral ports and are stopped by finalizers;
+every call has a timeout.
+"""
+
+import concurrent.futures
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+import numpy as np
+import pytest
+import tensorflow as tf
+from numerics import assert_reordered
+from tensorflow.core.framework import tensor_pb2, types_pb2
+from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
+from tensorflow.python.framework import op_def_registry
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+import elmo_tf
+from elmo_tf.characters import WHITESPACE, split_tokens
+from elmo_tf.cli.main import main
+from elmo_tf.embedding_file import read_sentences
+from elmo_tf.serving.batching import Batcher, BatchingOptions
+from elmo_tf.serving.client import make_request
+from elmo_tf.serving.errors import ServingError
+from elmo_tf.serving.model_manager import ModelManager, State
+from elmo_tf.serving.server import ModelServer, ServerOptions
+from elmo_tf.serving.signature import SignatureSpec
+
+TIMEOUT = 30  # seconds, for every call
+LIMITS = dict(max_request_rows=16, max_tokens_per_row=12, max_request_tokens=64, max_token_bytes=40)
+BATCHING = BatchingOptions(
+    max_batch_size=4, batch_timeout_micros=1000, max_enqueued_batches=6, num_batch_threads=1
+)  # the queue holds 24 rows; the limits allow 16 rows
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def base_path(tiny_files, tmp_path_factory):
+    from elmo_tf.export.saved_model import export_saved_model
+
+    base = tmp_path_factory.mktemp("models") / "elmo"
+    export_saved_model(elmo_tf.load_pretrained(*tiny_files), str(base))
+    return base
+
+
+def _start(request, **kwargs):
+    options = ServerOptions(kwargs.pop("base"), port=0, rest_port=0, poll_seconds=0, **kwargs)
+    server = ModelServer(options)
+    request.addfinalizer(lambda: server.stop(grace=5))
+    return server.start()
+
+
+@pytest.fixture(scope="module")
+def server(request, base_path):
+    return _start(request, base=str(base_path), batching=BATCHING, **LIMITS)
+
+
+@pytest.fixture(scope="module")
+def stub(request, server):
+    channel = grpc.insecure_channel(
+        f"127.0.0.1:{server.port}", options=[("grpc.max_receive_message_length", -1)]
+    )
+    request.addfinalizer(channel.close)
+    return prediction_service_pb2_grpc.PredictionServiceStub(channel)
+
+
+def _request(signature, **protos):
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "elmo"
+    request.model_spec.signature_name = signature
+    for alias, proto in protos.items():
+        request.inputs[alias].CopyFrom(proto)
+    return request
+
+
+def _proto(dtype, shape, **fields):
+    """A ``TensorProto`` that declares ``shape`` whatever it holds (as a hostile client can)."""
+    proto = tensor_pb2.TensorProto(dtype=dtype, **fields)
+    for size in shape:
+        proto.tensor_shape.dim.add(size=size)
+    return proto
+
+
+def _lengths(values):
+    return tf.make_tensor_proto(np.array(values, np.int32))
+
+
+def _still_up(stub):
+    response = stub.Predict(make_request(["still up ."]), timeout=TIMEOUT)
+    assert list(tf.make_ndarray(response.outputs["sequence_len"])) == [3]
+
+
+STRING, INT32 = types_pb2.DT_STRING, types_pb2.DT_INT32
+
+HOSTILE = {
+    # a ~100-byte request declaring a huge shape: refused before anything is allocated
+    "sentences [2**40]": (
+        "default",
+        {"sentences": _proto(STRING, [2**40], string_val=[b"a"])},
+        "RESOURCE_EXHAUSTED",
+        "2**40 rows",
+    ),
+    "tokens [1, 10**7]": (
+        "tokens",
+        {"tokens": _proto(STRING, [1, 10**7], string_val=[b"a"]), "sequence_len": _lengths([1])},
+        "RESOURCE_EXHAUSTED",
+        "--max-tokens-per-row",
+    ),
+    "char_ids [1, 2**26, 50]": (
+        "char_ids",
+        {"char_ids": _proto(INT32, [1, 2**26, 50], int_val=[0])},
+        "RESOURCE_EXHAUSTED",
+        "--max-tokens-per-row",
+    ),
+    "char_ids [2**40]": (
+        "char_ids",
+        {"char_ids": _proto(INT32, [2**40], int_val=[0])},
+        "INVALID_ARGUMENT",
+        "must have rank 3",
+    ),
+    "rows x tokens over the limit": (
+        "tokens",
+        {"tokens": _proto(STRING, [8, 10], string_val=[b"a"]), "sequence_len": _lengths([1] * 8)},
+        "RESOURCE_EXHAUSTED",
+        "--max-request-tokens",
+    ),
+    "more values than the shape": (
+        "tokens",
+        {"tokens": _proto(STRING, [1, 2], string_val=[b"a"] * 5), "sequence_len": _lengths([2])},
+        "INVALID_ARGUMENT",
+        "declares shape [1, 2] (2 values) but holds 5",
+    ),
+    "tensor_content shorter than the shape": (
+        "char_ids",
+        {"char_ids": _proto(INT32, [1, 4, 50], tensor_content=b"\0" * 400)},
+        "INVALID_ARGUMENT",
+        "tensor_content holds 400 bytes",
+    ),
+    "a sentence of too many tokens": (
+        "default",
+        {"sentences": tf.make_tensor_proto([" ".join(["w"] * 13)])},
+        "RESOURCE_EXHAUSTED",
+        "row of 13 tokens, over the limit of 12 (--max-tokens-per-row)",
+    ),
+    "a token too long": (
+        "tokens",
+        {"tokens": tf.make_tensor_proto([["x" * 41]]), "sequence_len": _lengths([1])},
+        "RESOURCE_EXHAUSTED",
+        "41-byte token, over the limit of 40 (--max-token-bytes)",
+    ),
+    "more rows than allowed": (
+        "default",
+        {"sentences": tf.make_tensor_proto(["a"] * 17)},
+        "RESOURCE_EXHAUSTED",
+        "17 rows, over the limit of 16 (--max-request-rows)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_declared_shapes_are_checked_before_allocating(case, stub):
+    signature, protos, code, fragment = HOSTILE[case]
+    fragment = fragment.replace("2**40", str(2**40))
+    start = time.monotonic()
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Predict(_request(signature, **protos), timeout=TIMEOUT)
+    assert e.value.code().name == code, e.value.details()
+    assert fragment in e.value.details()
+    assert time.monotonic() - start < 5  # nothing of 10**7 or 2**40 elements was made
+    _still_up(stub)
+
+
+def _raw_http(port, head, body=b""):
+    """``(status, body)`` of one raw HTTP exchange on a fresh connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.sendall(head.encode("latin-1") + b"\r\n" + body)
+        data = b""
+        while b"\r\n\r\n" not in data or len(data) < _expected(data):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    status = int(data.split(b" ", 2)[1])
+    return status, data.split(b"\r\n\r\n", 1)[1]
+
+
+def _expected(data):
+    head, _, _ = data.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return len(head) + 4 + int(line.split(b":")[1])
+    return len(data) + 1
+
+
+def _post(port, body, headers=None):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = {"Content-Length": str(len(data)), **(headers or {})}
+    lines = ["POST /v1/models/elmo:predict HTTP/1.1", "Host: x", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in headers.items() if v is not None]
+    return _raw_http(port, "\r\n".join(lines) + "\r\n", data)
+
+
+REST_CASES = {
+    "deeply nested JSON": (b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", {}, 400),
+    "a huge integer": (b'{"inputs": {"char_ids": ' + b"9" * 5000 + b"}}", {}, 400),
+    "an integer out of int32": (
+        {"signature_name": "char_ids", "inputs": {"char_ids": [[[10**30] * 50]]}},
+        {},
+        400,
+    ),
+    "a negative Content-Length": (b'{"instances": ["a"]}', {"Content-Length": "-5"}, 400),
+    "no Content-Length": (b'{"instances": ["a"]}', {"Content-Length": None}, 400),
+    "a body over the limit, not sent": (b"", {"Content-Length": str(10**12)}, 413),
+    "too many tokens per row": (
+        {"signature_name": "tokens", "inputs": {"tokens": [["a"] * 13], "sequence_len": [13]}},
+        {},
+        413,
+    ),
+    "ragged deep JSON for a rank-1 input": ({"instances": [[[[["a"]]]]]}, {}, 400),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REST_CASES))
+def test_rest_hostile_bodies(case, server, stub):
+    body, headers, status = REST_CASES[case]
+    got, answer = _post(server.rest_port, body, headers)
+    assert got == status, answer
+    assert json.loads(answer)["error"]
+    _still_up(stub)
+
+
+def test_rest_keeps_the_connection_alive(server):
+    """HTTP/1.1: two requests on one connection."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", server.rest_port, timeout=TIMEOUT)
+    try:
+        for _ in range(2):
+            connection.request("GET", "/v1/models/elmo")
+            response = connection.getresponse()
+            assert response.status == 200 and response.version == 11
+            assert json.loads(response.read())["model_version_status"][0]["state"] == "AVAILABLE"
+    finally:
+        connection.close()
+
+
+@pytest.mark.numerics
+def test_request_larger_than_a_batch_is_split_and_equal(stub, base_path):
+    """15 rows (4 chunks of max_batch_size 4) answer as the SavedModel answers them alone."""
+    local = tf.saved_model.load(str(base_path / "1")).signatures["default"]
+    sentences = [" ".join(["w"] * (1 + i % 3)) + f" s{i}" for i in range(15)]
+    response = stub.Predict(make_request(sentences), timeout=TIMEOUT)
+    expected = local(sentences=tf.constant(sentences))
+    for key in ("elmo", "default", "sequence_len"):
+        assert_reordered(tf.make_ndarray(response.outputs[key]), expected[key].numpy())
+
+
+def test_request_larger_than_the_queue_is_invalid_not_retry(request, base_path):
+    small_queue = BatchingOptions(max_batch_size=2, max_enqueued_batches=3, num_batch_threads=1)
+    server = _start(request, base=str(base_path), batching=small_queue)
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    request.addfinalizer(channel.close)
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Predict(make_request(["a"] * 7), timeout=TIMEOUT)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "7 rows, more than the batch queue" in e.value.details()
+    assert "--max-enqueued-batches 3 x --max-batch-size 2" in e.value.details()
+    response = stub.Predict(make_request(["a b"] * 6), timeout=TIMEOUT)  # 3 chunks, in turn
+    assert list(tf.make_ndarray(response.outputs["sequence_len"])) == [2] * 6
+
+
+def _toy_batcher(run, options):
+    signature_def = meta_graph_pb2.SignatureDef()
+    for key in ("inputs", "outputs"):
+        getattr(signature_def, key)["x"].dtype = tf.int32.as_datatype_enum
+        getattr(signature_def, key)["x"].tensor_shape.dim.add(size=-1)
+    return Batcher(run, SignatureSpec("toy", signature_def), options)
+
+
+def test_batcher_drops_a_request_whose_client_has_gone():
+    """Checked when dequeued: a gone request is not run; a long one stops at the next chunk."""
+    entered, release, ran = threading.Event(), threading.Event(), []
+
+    def run(inputs):
+        ran.append(inputs["x"].tolist())
+        entered.set()
+        assert release.wait(TIMEOUT)
+        return {"x": inputs["x"]}
+
+    options = BatchingOptions(max_batch_size=2, batch_timeout_micros=0, num_batch_threads=1)
+    batcher = _toy_batcher(run, options)
+    alive = {"long": True}
+    try:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            long = pool.submit(
+                batcher.submit, {"x": np.arange(6, dtype=np.int32)}, 6, lambda: alive["long"]
+            )
+            assert entered.wait(TIMEOUT)  # its first chunk [0, 1] is running
+            gone = pool.submit(batcher.submit, {"x": np.array([7], np.int32)}, 1, lambda: False)
+            while batcher.queued_rows < 5:
+                time.sleep(0.01)
+            alive["long"] = False  # the client gives up while its first chunk runs
+            release.set()
+            for future in (long, gone):
+                with pytest.raises(ServingError, match="client is gone") as e:
+                    future.result(TIMEOUT)
+                assert e.value.code == grpc.StatusCode.CANCELLED
+        assert ran == [[0, 1]]  # neither the gone request nor the long one's other chunks ran
+        assert batcher.dropped == 2 and batcher.queued_rows == 0
+    finally:
+        release.set()
+        batcher.close()
+
+
+def test_batcher_serves_a_small_request_between_chunks_of_large_ones():
+    """Round robin: a one-row request queued behind two 40-row requests runs in the next batch,
+    not after their 20 chunks."""
+    gate, order = threading.Event(), []
+
+    def run(inputs):
+        assert gate.wait(TIMEOUT)
+        order.append(sorted(set(inputs["x"].tolist())))
+        return {"x": inputs["x"]}
+
+    options = BatchingOptions(max_batch_size=4, batch_timeout_micros=0, num_batch_threads=1)
+    batcher = _toy_batcher(run, options)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            futures = []
+            for value, rows, queued in ((1, 40, 36), (2, 40, 76), (3, 1, 77)):
+                x = np.full(rows, value, np.int32)
+                futures.append(pool.submit(batcher.submit, {"x": x}, rows))
+                deadline = time.monotonic() + TIMEOUT
+                while batcher.queued_rows < queued:  # the first chunk waits at the gate
+                    assert time.monotonic() < deadline
+                    time.sleep(0.01)
+            gate.set()
+            results = [future.result(TIMEOUT)["x"] for future in futures]
+        assert [len(r) for r in results] == [40, 40, 1]
+        small = next(i for i, values in enumerate(order) if 3 in values)
+        assert small <= 3, order  # within a round of the large ones, not after their 20 chunks
+        assert len(order) >= 20
+    finally:
+        gate.set()
+        batcher.close()
+
+
+def test_grpc_deadline_passed_in_the_queue_is_not_computed(server, stub, monkeypatch):
+    from elmo_tf.serving.model_manager import Servable
+
+    entered, release = threading.Event(), threading.Event()
+    run = Servable.run
+
+    def gated_run(self, key, inputs):
+        entered.set()
+        assert release.wait(TIMEOUT)
+        return run(self, key, inputs)
+
+    monkeypatch.setattr(Servable, "run", gated_run)
+    with server.manager.servable() as servable:
+        batcher = servable._batchers["default"]
+        dropped = batcher.dropped
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            first = pool.submit(stub.Predict, make_request(["runs"]), timeout=TIMEOUT)
+            assert entered.wait(TIMEOUT)
+            with pytest.raises(grpc.RpcError) as e:
+                stub.Predict(make_request(["too late"]), timeout=0.5)
+            assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        finally:
+            release.set()
+        first.result(TIMEOUT)
+    deadline = time.monotonic() + TIMEOUT
+    while batcher.dropped == dropped:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert batcher.dropped == dropped + 1
+
+
+# One tokenizer: the served default signature and `elmo-tf embed` split alike.
+ODD_SPACES = [
+    "a\u00a0b",
+    "Tokyo\u3000Osaka\u3000Kyoto",
+    "x\u2009y\u202fz",
+    "\u3000lead trail\u00a0",
+]
+
+
+def test_whitespace_is_str_split_whitespace():
+    assert set(WHITESPACE) == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+    assert split_tokens("a\u00a0b\u3000c") == ["a", "b", "c"]
+
+
+def test_served_default_signature_splits_like_embed(stub, tmp_path):
+    path = tmp_path / "odd.txt"
+    path.write_text("\n".join(ODD_SPACES) + "\n", encoding="utf-8")
+    token_lists = read_sentences(str(path))
+    assert token_lists == [s.split() for s in ODD_SPACES]
+    assert token_lists[1] == ["Tokyo", "Osaka", "Kyoto"]
+    by_sentences = stub.Predict(make_request(ODD_SPACES, "default"), timeout=TIMEOUT)
+    by_tokens = stub.Predict(make_request(token_lists, "tokens"), timeout=TIMEOUT)
+    lengths = tf.make_ndarray(by_sentences.outputs["sequence_len"])
+    assert list(lengths) == [len(t) for t in token_lists]
+    for key in ("word_emb", "elmo", "default"):
+        assert_reordered(
+            tf.make_ndarray(by_sentences.outputs[key]), tf.make_ndarray(by_tokens.outputs[key])
+        )
+
+
+def test_exported_graph_has_core_ops_only(base_path):
+    saved_model = saved_model_pb2.SavedModel()
+    saved_model.ParseFromString((base_path / "1" / "saved_model.pb").read_bytes())
+    graph = saved_model.meta_graphs[0].graph_def
+    ops = {node.op for node in graph.node}
+    for function in graph.library.function:
+        ops |= {node.op for node in function.node_def}
+    assert "StaticRegexReplace" in ops and "StringSplitV2" in ops
+    assert not [op for op in ops if op_def_registry.get(op) is None and op not in _functions(graph)]
+
+
+def _functions(graph):
+    return {f.signature.name for f in graph.library.function}
+
+
+# Lifecycle: SIGTERM with connections open, busy ports, versions that fail to load.
+
+
+def test_sigterm_exits_within_grace_with_an_idle_keepalive_connection(base_path):
+    grace = 2.0
+    command = [
+        sys.executable, "-m", "elmo_tf", "serve", "--model-base-path", str(base_path),
+        "--port", "0", "--rest-port", "0", "--poll-seconds", "0",
+        "--shutdown-grace-seconds", str(grace),
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        lines = queue.Queue()
+        threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()
+        port = int(re.search(r"REST 127\.0\.0\.1:(\d+)", lines.get(timeout=120)).group(1))
+        keepalive = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+        silent = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)  # sends nothing
+        try:
+            keepalive.sendall(b"GET /v1/models/elmo HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = b""
+            while b"\r\n\r\n" not in answer or len(answer) < _expected(answer):
+                answer += keepalive.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 200")  # then idle, kept open
+            process.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            assert process.wait(timeout=grace + 20) == 0
+            exited = time.monotonic() - signalled
+            assert keepalive.recv(65536) == b""  # the server closed the idle connection
+        finally:
+            keepalive.close()
+            silent.close()
+        assert exited < grace + 10, exited  # interpreter teardown takes a few seconds
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.mark.parametrize("flag", ["--port", "--rest-port"])
+def test_busy_port_is_named_in_one_line(flag, base_path, capsys):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        ports = {"--port": "0", "--rest-port": "0", flag: str(port)}
+        argv = ["serve", "--model-base-path", str(base_path), "--poll-seconds", "0"]
+        argv += [x for item in ports.items() for x in item]
+        assert main(argv) == 1
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "cannot listen" in x]
+    assert f"cannot listen on 127.0.0.1:{port}" in line and f"{flag})" in line
+
+
+def test_failed_version_is_retried_without_a_directory_change(base_path, tmp_path):
+    base = tmp_path / "models"
+    shutil.copytree(base_path / "1", base / "1")
+    (base / "²").mkdir()  # str.isdigit() but not a version
+    shutil.copy(base / "1" / "saved_model.pb", base / "²" / "saved_model.pb")
+    data = base / "1" / "variables" / "variables.data-00000-of-00001"
+    data.rename(tmp_path / "data")  # changes variables/, not the version's directory
+    manager = ModelManager("elmo", str(base), poll_seconds=0)
+    assert manager.versions_on_disk() == [1]
+    try:
+        manager.poll()
+        ((version, state, message),) = manager.status()
+        assert (version, state) == (1, State.END) and message.startswith("failed to load")
+        assert "<model base path>/1/variables/variables.data" in message
+        assert str(tmp_path) not in message
+        (tmp_path / "data").rename(data)
+        manager.poll()  # within the backoff (1 s): not tried again yet
+        assert manager.status()[0][1] == State.END
+        time.sleep(1.1)
+        manager.poll()
+        assert manager.status()[0][1:] == (State.AVAILABLE, "")
+    finally:
+        manager.stop(5)
