@@ -83,6 +83,7 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     collected = done.stdout
     assert "test_serving.py" not in collected and "test_tflite.py" not in collected
+    assert "test_serving_robustness.py" not in collected
     assert "test_beam.py" not in collected
     assert "tests/test_model.py" in collected
 
