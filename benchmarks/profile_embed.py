@@ -9,10 +9,11 @@ token cache emptied first, as a cold ``embed`` call) and times each:
 - biLSTM: the compiled contextualize call (both directions, every layer, the ScalarMix);
 - copies: the outputs' device-to-numpy conversion.
 
-It also prints the biLSTM's FLOP rate: the multiply-adds it executes (every position of the
-padded (B, T + 2) batch, both directions, every layer: the input half of the gates, the
-recurrent half and the projection) per second, as a fraction of the machine's float32 matmul
-rate (tf.matmul 2048², median of 7).
+It also prints the biLSTM's FLOP rate: the multiply-adds it executes per second (both
+directions, every layer: the input half of the gates on every position of the padded
+(B, T + 2) batch, one matmul for all steps; the recurrent half and the projection on the
+real positions only, since the recurrence skips rows past their length), as a fraction of the
+machine's float32 matmul rate (tf.matmul 2048², median of 7).
 
     python benchmarks/profile_embed.py --options O --weights W --sentences FILE [--batch-size 64]
 """
@@ -41,10 +42,11 @@ def matmul_gflops(n=2048, repeats=7):
     return 2 * n**3 / statistics.median(times) / 1e9
 
 
-def lstm_flops_per_position(config):
+def lstm_flops(config):
+    """(input-half FLOPs per padded position, recurrent FLOPs per real position)."""
     p, d = config.projection_dim, config.lstm_dim
-    per_direction = 2 * (p + p) * 4 * d + 2 * d * p  # gates over [x; h], then the projection
-    return config.n_lstm_layers * 2 * per_direction
+    directions = config.n_lstm_layers * 2
+    return directions * 2 * p * 4 * d, directions * (2 * p * 4 * d + 2 * d * p)
 
 
 def profile(model, sentences, batch_size):
@@ -52,7 +54,7 @@ def profile(model, sentences, batch_size):
     model.token_cache.clear()
     cache = embedder.shared_cache()
     totals = dict(host=0.0, encoder=0.0, bilstm=0.0, copies=0.0)
-    positions = 0
+    positions = real = 0
     real_encode = embedder.encode
 
     def timed_encode(ids):
@@ -71,6 +73,7 @@ def profile(model, sentences, batch_size):
             embeddings, lengths = embedder._framed_embeddings(batch, cache)
             totals["host"] += time.perf_counter() - t - (totals["encoder"] - encoder_before)
             positions += embeddings.shape[0] * embeddings.shape[1]
+            real += int(lengths.sum()) + 2 * len(batch)  # with <S> and </S>
             t = time.perf_counter()
             outputs = embedder.contextualize(embeddings, lengths)
             # Eager ops run synchronously on CPU: the call returns once computed.
@@ -80,7 +83,7 @@ def profile(model, sentences, batch_size):
             totals["copies"] += time.perf_counter() - t
     finally:
         embedder.encode = real_encode
-    return totals, positions
+    return totals, positions, real
 
 
 def main():
@@ -96,10 +99,10 @@ def main():
     n_tokens = sum(map(len, sentences))
     model = elmo_tf.load_pretrained(args.options, args.weights)
     rate = matmul_gflops()
-    flops = lstm_flops_per_position(model.config)
+    input_flops, recurrent_flops = lstm_flops(model.config)
     print(
-        f"{len(sentences)} sentences, {n_tokens} tokens; matmul {rate:.1f} GFLOP/s; "
-        f"biLSTM {flops / 1e6:.1f} MFLOP per position",
+        f"{len(sentences)} sentences, {n_tokens} tokens; matmul {rate:.1f} GFLOP/s; biLSTM "
+        f"{input_flops / 1e6:.1f} MFLOP per padded + {recurrent_flops / 1e6:.1f} per real position",
         file=sys.stderr,
     )
     print("| batch | tokens/s | host | encoder | biLSTM | copies | biLSTM GFLOP/s | % of matmul |")
@@ -108,9 +111,10 @@ def main():
         profile(model, sentences, batch_size)  # warm-up: traces, allocator
         runs = [profile(model, sentences, batch_size) for _ in range(args.repeats)]
         totals = {k: statistics.median(r[0][k] for r in runs) for k in runs[0][0]}
-        positions = runs[0][1]
+        positions, real = runs[0][1], runs[0][2]
         total = sum(totals.values())
-        gflops = positions * flops / totals["bilstm"] / 1e9
+        executed = positions * input_flops + real * recurrent_flops
+        gflops = executed / totals["bilstm"] / 1e9
         shares = " | ".join(f"{100 * totals[k] / total:.0f}%" for k in totals)
         print(
             f"| {batch_size} | {n_tokens / total:,.0f} | {shares} | {gflops:.1f} | "

@@ -23,15 +23,31 @@ directory and renamed into place at the end (``elmo_tf.files.atomic_path``): an 
 run leaves no file under the output name and any previous file there untouched.
 """
 
+import functools
 import json
 import os
+import sys
 
 import numpy as np
 
 from elmo_tf import files
 from elmo_tf.characters import split_tokens
+from elmo_tf.errors import InputFileError, OutputFileError
 
 LAYER_CHOICES = ("all", "top", "average")
+# One line's outputs grow with its length (the full model: about 20 KB per token for all
+# layers), so a runaway line is refused by name rather than exhausting memory.
+DEFAULT_MAX_TOKENS_PER_LINE = 10_000
+
+
+def check_line_lengths(sentences, path, max_tokens=DEFAULT_MAX_TOKENS_PER_LINE):
+    """Raises ``InputFileError`` naming the first line of ``path`` over ``max_tokens`` tokens."""
+    for number, sentence in enumerate(sentences, start=1):
+        if len(sentence) > max_tokens:
+            raise InputFileError(
+                f"{path}: line {number} has {len(sentence):,} tokens, more than the limit of "
+                f"{max_tokens:,} per line (split it, or raise --max-tokens-per-line)"
+            )
 
 
 def read_sentences(path):
@@ -73,13 +89,40 @@ def write_embeddings(model, sentences, path, layers="all", batch_size=64, on_bat
         layers: ``"all"``, ``"top"`` or ``"average"`` (see the module docstring).
         batch_size: sentences per model call.
         on_batch: called as ``on_batch(n_sentences, n_tokens)`` after each batch is written.
-    """
-    import h5py
 
+    Raises ``OutputFileError`` when the file cannot be written (disk full, a file size limit):
+    the partial file is removed and a previous file of that name is left untouched.
+    """
     if layers not in LAYER_CHOICES:
         raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {layers!r}")
     n_lstm_layers = model.config.n_lstm_layers
-    with files.atomic_path(os.fspath(path)) as tmp, h5py.File(tmp, "x") as out:
+    previous_hook = sys.unraisablehook
+    # After a failed write, h5py's objects fail again as they are freed ("Exception ignored
+    # in ObjectID.__dealloc__"); the OutputFileError below says it all, once.
+    sys.unraisablehook = functools.partial(_quiet_h5py_dealloc, previous_hook)
+    try:
+        _write(model, sentences, os.fspath(path), layers, batch_size, on_batch, n_lstm_layers)
+    except (OSError, RuntimeError) as e:  # h5py: disk full, a file size limit, an I/O error
+        if isinstance(e, OutputFileError):
+            raise
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise OutputFileError(
+            f"{path}: cannot write the embeddings ({reason}); the partial file was removed "
+            "and any previous file of that name is untouched"
+        ) from None
+    finally:
+        sys.unraisablehook = previous_hook
+
+
+def _quiet_h5py_dealloc(previous_hook, unraisable):
+    if not (isinstance(unraisable.exc_value, RuntimeError) and "h5py" in repr(unraisable.object)):
+        previous_hook(unraisable)
+
+
+def _write(model, sentences, path, layers, batch_size, on_batch, n_lstm_layers):
+    import h5py
+
+    with files.atomic_path(path) as tmp, h5py.File(tmp, "x") as out:
         for indices, outputs in model.embed_batches(sentences, batch_size):
             stack = layer_stack(outputs, n_lstm_layers)  # (L + 1, B, T, 2P)
             lengths = outputs["sequence_len"]

@@ -27,6 +27,11 @@ class InputFileError(ElmoError, ValueError):
     """A text input file is missing, unreadable or not UTF-8 (the message names file and line)."""
 
 
+class OutputFileError(ElmoError, OSError):
+    """An output file that could not be written (disk full, a size limit, an I/O error); the
+    partial file is removed and a previous file under the name is left untouched."""
+
+
 class ExportError(ElmoError, ValueError):
     """An export target that cannot be written (an existing version, a missing directory)."""
 

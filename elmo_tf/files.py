@@ -2,10 +2,13 @@
 
 Writing: ``atomic_path(path)`` yields a temporary name beside ``path`` (same directory, so the
 final rename is atomic on one filesystem); the caller writes the file or directory there, and
-on success it is renamed onto ``path``. On any failure (an exception, Ctrl-C) the temporary is
-removed and a previous ``path`` is left untouched: an interrupted write never leaves a
-complete-looking file. Files get the permissions of a plain ``open(path, "w")`` under the
-user's umask (``tempfile.mkstemp``'s 0600 would otherwise survive the rename).
+on success it is renamed onto ``path``. On any failure (an exception, Ctrl-C, SIGTERM in the
+``elmo-tf`` command) the temporary is removed and a previous ``path`` is left untouched: an
+interrupted write never leaves a complete-looking file. A process killed outright (SIGKILL,
+power loss) cannot clean up, so the next ``atomic_path`` for the same name removes the
+temporaries whose writing process no longer exists (their names carry its pid). Files get
+the permissions of a plain ``open(path, "w")`` under the user's umask
+(``tempfile.mkstemp``'s 0600 would otherwise survive the rename).
 
 Reading: ``read_text_lines(path)`` reads UTF-8 text one line at a time: lines end at ``\\n``,
 ``\\r\\n`` or ``\\r`` (line numbers are those an editor shows), a leading byte-order mark is
@@ -16,6 +19,7 @@ the 1-based line.
 import codecs
 import contextlib
 import os
+import re
 import secrets
 import shutil
 
@@ -28,6 +32,30 @@ def temporary_name(path):
     return os.path.join(directory, f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
 
 
+def remove_stale_temporaries(path):
+    """Removes the temporaries of ``path`` left by processes that no longer exist."""
+    directory, name = os.path.split(os.path.abspath(os.fspath(path)))
+    pattern = re.compile(rf"\.{re.escape(name)}\.(\d+)-[0-9a-f]{{8}}\.tmp")
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.fullmatch(entry)
+        if match and not _process_exists(int(match.group(1))):
+            remove(os.path.join(directory, entry))
+
+
+def _process_exists(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def atomic_path(path, replace=True):
     """Yields a temporary path to write; renames it onto ``path`` when the block succeeds.
@@ -38,6 +66,7 @@ def atomic_path(path, replace=True):
             ``path`` raises ``FileExistsError`` and is left alone.
     """
     path = os.fspath(path)
+    remove_stale_temporaries(path)
     tmp = temporary_name(path)
     try:
         yield tmp

@@ -11,4 +11,4 @@ import sys
 from elmo_tf.cli.main import main
 
 if __name__ == "__main__":
-    sys.exit(main(["export", "saved-model", *sys.argv[1:]], filter_native_logs=True))
+    sys.exit(main(["export", "saved-model", *sys.argv[1:]], as_command=True))

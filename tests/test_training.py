@@ -510,6 +510,10 @@ def test_sigkill_then_resume_loses_nothing_beyond_the_checkpoint(corpus_file, tm
     killed_at = int(tf.train.latest_checkpoint(str(ckpt)).rsplit("-", 1)[1])
     assert killed_at >= 5 and killed_at % 5 == 0
     final = killed_at + 7
+    # a checkpoint the killed run was still writing, as tf.train.Checkpoint names it
+    partial = ckpt / f"ckpt-{killed_at + 5}_temp"
+    partial.mkdir(exist_ok=True)
+    (partial / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"half")
     done = subprocess.run(
         [*command, "--checkpoint-dir", str(ckpt), "--resume", "--max-steps", str(final)],
         capture_output=True,
@@ -521,3 +525,4 @@ def test_sigkill_then_resume_loses_nothing_beyond_the_checkpoint(corpus_file, tm
     assert f"resumed from step {killed_at} " in done.stderr
     assert f"step {final}, loss" in done.stderr
     assert tf.train.latest_checkpoint(str(ckpt)).endswith(f"ckpt-{final}")
+    assert not [p.name for p in ckpt.iterdir() if p.name.endswith("_temp")]

@@ -7,7 +7,13 @@ The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write ar
 import os
 
 from elmo_tf.cli.common import CommandError, Progress, add_model_arguments, load_model
-from elmo_tf.embedding_file import LAYER_CHOICES, read_sentences, write_embeddings
+from elmo_tf.embedding_file import (
+    DEFAULT_MAX_TOKENS_PER_LINE,
+    LAYER_CHOICES,
+    check_line_lengths,
+    read_sentences,
+    write_embeddings,
+)
 
 FORMATS = LAYER_CHOICES
 
@@ -51,6 +57,14 @@ def add_parser(subparsers):
     parser.add_argument(
         "--batch-size", type=int, default=64, metavar="N", help="sentences per batch (default 64)"
     )
+    parser.add_argument(
+        "--max-tokens-per-line",
+        type=int,
+        default=DEFAULT_MAX_TOKENS_PER_LINE,
+        metavar="N",
+        help=f"refuse a line longer than this, naming it (default {DEFAULT_MAX_TOKENS_PER_LINE:,}; "
+        "memory grows with a line's length)",
+    )
     return parser
 
 
@@ -58,7 +72,12 @@ def run(args):
     # Every check that needs no model runs first: loading the model is the slow part.
     if args.batch_size < 1:
         raise CommandError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.max_tokens_per_line < 1:
+        raise CommandError(
+            f"--max-tokens-per-line must be at least 1, got {args.max_tokens_per_line}"
+        )
     sentences = read_sentences(args.input)
+    check_line_lengths(sentences, args.input, args.max_tokens_per_line)
     check_output_path(args.output, args.input)
     model = load_model(args)
     progress = Progress(len(sentences), unit="sentences")

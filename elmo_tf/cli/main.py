@@ -17,10 +17,11 @@ import contextlib
 import importlib
 import os
 import re
+import signal
 import sys
 
 from elmo_tf import native_logs
-from elmo_tf.errors import ElmoError
+from elmo_tf.errors import ElmoError, OutputFileError
 
 PROG = "elmo-tf"
 COMMANDS = (
@@ -89,16 +90,30 @@ class PlainTextHelpFormatter(argparse.HelpFormatter):
         return plain_text(super()._expand_help(action))
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that cleanup code runs (temporary files)."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
 def console_main():
-    """The ``elmo-tf`` console script: ``main`` with TensorFlow's native noise filtered."""
-    sys.exit(main(filter_native_logs=True))
+    """The ``elmo-tf`` console script: ``main`` with TensorFlow's native noise filtered.
+
+    SIGTERM ends a command the way Ctrl-C does: its temporary files are removed (a command
+    that handles SIGTERM itself, ``serve``, installs its own handler).
+    """
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    sys.exit(main(as_command=True))
 
 
-def main(argv=None, filter_native_logs=False):
+def main(argv=None, as_command=False):
     """Runs ``elmo-tf`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status.
 
-    ``filter_native_logs`` hides TensorFlow's harmless native log lines on file descriptor 2
-    (the console script sets it; an embedding program keeps its stderr as it is).
+    ``as_command`` is for the ``elmo-tf`` process itself (the console script sets it): it hides
+    TensorFlow's harmless native log lines on file descriptor 2, and after an HDF5 write
+    failure it ends the process at once (a program that embeds ``main`` keeps both as they are).
     """
     parser = build_parser()
     try:
@@ -112,12 +127,21 @@ def main(argv=None, filter_native_logs=False):
         return status
 
     verbose = getattr(args, "verbose", False)
-    quiet = filter_native_logs and native_logs.wanted(verbose)
+    quiet = as_command and native_logs.wanted(verbose)
     if not verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow's first import
     try:
         with native_logs.filtered_stderr() if quiet else contextlib.nullcontext():
             return args.run(args)
+    except OutputFileError as e:
+        status = fail(e)
+        if as_command:
+            # HDF5 cannot close a file whose writes failed: its exit handler would retry and
+            # crash the interpreter. The partial file is gone and the message is out: exit now.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+        return status
     except ElmoError as e:  # every error a user can fix; anything else is a bug: traceback
         return fail(e)
     except OSError as e:  # disk full, permission denied, ...: the user's to fix, not a bug
@@ -125,6 +149,8 @@ def main(argv=None, filter_native_logs=False):
         return fail(f"{where}{e.strerror or e}")
     except KeyboardInterrupt:
         return fail("interrupted", status=130)
+    except Terminated:
+        return fail("terminated", status=143)
 
 
 if __name__ == "__main__":

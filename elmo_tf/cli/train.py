@@ -159,12 +159,17 @@ def run(args):
     except BaseException:
         progress.abort()
         raise
+    finally:
+        trainer.close()
     progress.close()
     loss = "" if last is None else f", loss {last['loss']:.4f}"
-    print(
-        f"step {int(trainer.step.numpy())}{loss}; checkpoints in {args.checkpoint_dir}",
-        file=sys.stderr,
-    )
+    if trainer.is_chief:
+        where = f"checkpoints in {args.checkpoint_dir}"
+    else:
+        where = (
+            f"nothing saved by this worker (the chief writes checkpoints to {args.checkpoint_dir})"
+        )
+    print(f"step {int(trainer.step.numpy())}{loss}; {where}", file=sys.stderr)
     return 0
 
 

@@ -167,12 +167,27 @@ def run_directions(cells, inputs, mask, states):
     """Runs several cells over time in one loop, each on its own (right-padded) input.
 
     A row's state stops changing after its last real position and its output there is zero.
+
+    The recurrence computes only the rows still running: rows are put in order of decreasing
+    length, so at step ``t`` the rows that still have a real position are a prefix of the
+    batch, and the step's matmuls run on that prefix alone. A batch's recurrent FLOPs are
+    then proportional to its real positions, not to ``batch x longest``; the rows come back
+    in their original order at the end.
     """
+    lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # (B,)
+    order = tf.argsort(lengths, direction="DESCENDING", stable=True)
+    restore = tf.math.invert_permutation(order)
+    inputs = [tf.gather(x, order) for x in inputs]
+    states = [tuple(tf.gather(s, order) for s in state) for state in states]
+    sorted_lengths = tf.gather(lengths, order)
     # The input half of every gate pre-activation, for all steps at once: (T, B, 4D) each.
     projected = [tf.transpose(cell.project_inputs(x), [1, 0, 2]) for cell, x in zip(cells, inputs)]
     recurrent_kernels = [cell.recurrent_kernel for cell in cells]  # sliced once, not per step
-    mask_tm = tf.transpose(mask)[:, :, None]  # (T, B, 1)
     num_steps = tf.shape(mask)[1]
+    # active[t]: rows with a real position t (a prefix of the sorted batch).
+    active = tf.reduce_sum(
+        tf.cast(sorted_lengths[None, :] > tf.range(num_steps)[:, None], tf.int32), axis=1
+    )
     arrays = [
         tf.TensorArray(
             projected[0].dtype,
@@ -185,17 +200,28 @@ def run_directions(cells, inputs, mask, states):
     ]
 
     def body(t, states, arrays):
-        keep = mask_tm[t]
+        n = active[t]
         new_states, new_arrays = [], []
         for k, cell in enumerate(cells):
-            output, (c, h) = cell.step(projected[k][t], states[k], recurrent_kernels[k])
             c_prev, h_prev = states[k]
-            new_states.append((tf.where(keep, c, c_prev), tf.where(keep, h, h_prev)))
-            new_arrays.append(arrays[k].write(t, tf.where(keep, output, tf.zeros_like(output))))
+            output, (c, h) = cell.step(
+                projected[k][t][:n], (c_prev[:n], h_prev[:n]), recurrent_kernels[k]
+            )
+            finished = tf.zeros_like(h_prev[n:])  # rows past their length output zero
+            c = tf.concat([c, c_prev[n:]], axis=0)
+            h = tf.concat([h, h_prev[n:]], axis=0)
+            output = tf.concat([output, finished], axis=0)
+            # Always B rows: keep a static batch size static across iterations, as while_loop
+            # and TFLite need (set_shape adds no op; EnsureShape is no TFLite built-in).
+            for x, like in ((c, c_prev), (h, h_prev), (output, h_prev)):
+                x.set_shape(like.shape)
+            new_states.append((c, h))
+            new_arrays.append(arrays[k].write(t, output))
         return t + 1, new_states, new_arrays
 
     _, states, arrays = tf.while_loop(
         lambda t, *_: t < num_steps, body, (tf.constant(0), list(states), arrays)
     )
-    outputs = [tf.transpose(a.stack(), [1, 0, 2]) for a in arrays]  # (B, T, P) each
+    outputs = [tf.gather(tf.transpose(a.stack(), [1, 0, 2]), restore) for a in arrays]  # (B, T, P)
+    states = [tuple(tf.gather(s, restore) for s in state) for state in states]
     return outputs, states

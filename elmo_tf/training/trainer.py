@@ -2,11 +2,13 @@
 
 import math
 import os
+import re
 import time
 
 import keras
 import tensorflow as tf
 
+from elmo_tf import files
 from elmo_tf.errors import TrainingPlanError
 from elmo_tf.models.elmo import LSTMState
 from elmo_tf.training import checkpoints, data, distribution
@@ -81,9 +83,14 @@ class Trainer:
             lstm_hidden=self.lstm_hidden,
         )
         os.makedirs(checkpoint_dir, exist_ok=True)
+        self.is_chief = distribution.is_chief(self.strategy)
+        if self.is_chief:
+            remove_partial_checkpoints(checkpoint_dir)  # of a run killed while saving
+        # Non-chief workers write to private temporary directories, removed by close().
+        self._private_dirs = []
         self.manager = tf.train.CheckpointManager(
             self.checkpoint,
-            distribution.write_directory(checkpoint_dir, self.strategy),
+            self._write_directory(checkpoint_dir),
             max_to_keep=options.keep_checkpoints,
             step_counter=self.step,
         )
@@ -91,9 +98,7 @@ class Trainer:
             logdir = os.path.join(checkpoint_dir, "logs")
         self.writer = None
         if logdir:
-            self.writer = tf.summary.create_file_writer(
-                distribution.write_directory(logdir, self.strategy)
-            )
+            self.writer = tf.summary.create_file_writer(self._write_directory(logdir))
         self._train_step = tf.function(self._distributed_step)
 
     @classmethod
@@ -120,6 +125,23 @@ class Trainer:
         if plan.resume:
             trainer.restore()
         return trainer
+
+    def _write_directory(self, directory):
+        path = distribution.write_directory(directory, self.strategy)
+        if path != directory:
+            self._private_dirs.append(path)
+        return path
+
+    def close(self):
+        """Flushes the logs and removes what this run leaves behind: a non-chief worker's
+        private directories, and a checkpoint interrupted while it was being written."""
+        if self.writer is not None:
+            self.writer.flush()
+        for path in self._private_dirs:
+            files.remove(path)
+        self._private_dirs = []
+        if self.is_chief:
+            remove_partial_checkpoints(self.checkpoint_dir)
 
     # ------------------------------------------------------------------ state
 
@@ -343,3 +365,14 @@ def _local_replicas(strategy):
         return len(strategy.extended.worker_devices)
     except RuntimeError:  # the default strategy has one replica and no device list
         return 1
+
+
+# tf.train.Checkpoint writes ``ckpt-N_temp/`` and renames it into place when complete.
+_PARTIAL_CHECKPOINT = re.compile(r"ckpt-\d+_temp(?:_[0-9a-f]+)?")
+
+
+def remove_partial_checkpoints(checkpoint_dir):
+    """Removes checkpoint directories a killed run was still writing (``ckpt-N_temp``)."""
+    for entry in os.listdir(checkpoint_dir):
+        if _PARTIAL_CHECKPOINT.fullmatch(entry):
+            files.remove(os.path.join(checkpoint_dir, entry))

@@ -1,0 +1,110 @@
+"""``elmo-tf embed`` under faults: nothing lost, nothing left behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import h5py
+import pytest
+from conftest import TINY
+
+from elmo_tf import files
+from elmo_tf.cli.main import main
+
+MODEL = ["--options", str(TINY / "options.json"), "--weights", str(TINY / "weights.hdf5")]
+PREVIOUS = b"a previous output that must survive"
+
+
+def _corpus(path, lines, tokens_per_line=10):
+    words = " ".join(f"w{i}" for i in range(tokens_per_line))
+    path.write_text("".join(f"{words} {n}\n" for n in range(lines)), encoding="utf-8")
+    return path
+
+
+def _embed_subprocess(argv, preexec=""):
+    """Runs ``elmo-tf`` (its console entry point) in a child; ``preexec`` runs first."""
+    script = textwrap.dedent(
+        f"""
+        import resource, signal, sys
+        {preexec}
+        sys.argv = ["elmo-tf", *{argv!r}]
+        from elmo_tf.cli.main import console_main
+        console_main()
+        """
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _error_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("elmo-tf embed: ")]
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_and_keeps_the_previous_output(tmp_path):
+    source = _corpus(tmp_path / "in.txt", lines=300)  # about 1.2 MB of --all output
+    output = tmp_path / "out.hdf5"
+    output.write_bytes(PREVIOUS)
+    # A file size limit fails writes with EFBIG as a full disk fails them with ENOSPC.
+    limit = "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); " + (
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))"
+    )
+    child = _embed_subprocess(["embed", str(source), str(output), *MODEL], preexec=limit)
+    _, stderr = child.communicate(timeout=300)
+    assert child.returncode == 1, stderr[-2000:]
+    (line,) = _error_lines(stderr)
+    assert f"{output}: cannot write the embeddings" in line
+    assert output.read_bytes() == PREVIOUS
+    assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.hdf5"]
+
+
+@pytest.mark.slow
+def test_sigterm_removes_the_partial_file_at_once(tmp_path):
+    source = _corpus(tmp_path / "in.txt", lines=20_000)
+    output = tmp_path / "out.hdf5"
+    output.write_bytes(PREVIOUS)
+    child = _embed_subprocess(["embed", str(source), str(output), *MODEL, "--batch-size", "8"])
+    deadline = time.monotonic() + 120
+    while not any(n.endswith(".tmp") for n in os.listdir(tmp_path)):
+        assert child.poll() is None and time.monotonic() < deadline, "no temporary appeared"
+        time.sleep(0.05)
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 143, stderr[-2000:]
+    assert _error_lines(stderr) == ["elmo-tf embed: error: terminated"]
+    assert output.read_bytes() == PREVIOUS
+    assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.hdf5"]
+
+
+def test_temporaries_of_dead_processes_are_removed_by_the_next_run(tmp_path, capsys):
+    source = _corpus(tmp_path / "in.txt", lines=3)
+    output = tmp_path / "out.hdf5"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], text=True,
+                          capture_output=True).stdout.strip()  # fmt: skip
+    stale = tmp_path / f".out.hdf5.{dead}-0badf00d.tmp"
+    stale.write_bytes(b"left by a SIGKILLed run")
+    alive = tmp_path / f".out.hdf5.{os.getpid()}-0000cafe.tmp"  # a live writer's: kept
+    alive.write_bytes(b"being written")
+    assert main(["embed", str(source), str(output), *MODEL]) == 0
+    assert not stale.exists() and alive.exists()
+    with h5py.File(output, "r") as f:
+        assert f["0"].shape == (3, 11, 32)
+    files.remove(alive)
+
+
+def test_a_runaway_line_is_refused_by_name(tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("short line\n" + "x " * 50 + "\nend\n", encoding="utf-8")
+    argv = ["embed", str(source), str(tmp_path / "o.hdf5"), *MODEL]
+    assert main([*argv, "--max-tokens-per-line", "20"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"elmo-tf embed: error: {source}: line 2 has 50 tokens, more than the limit of 20 per "
+        "line (split it, or raise --max-tokens-per-line)"
+    ]
+    assert os.listdir(tmp_path) == ["in.txt"]
+    assert main(argv) == 0  # within the default limit
