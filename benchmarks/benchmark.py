@@ -332,6 +332,16 @@ def run_peer(args, shape, files, sentences_file, batch_sizes, sort_by_length, mo
     return results
 
 
+def reused_peer(path, shape, batch_sizes):
+    """The peer's API and strict results of an earlier report on the same workload."""
+    with open(path) as fh:
+        rows = json.load(fh)["rows"]
+    found = {(r["shape"], r["batch_size"], r["impl"]): r["raw"] for r in rows if "raw" in r}
+    api = {b: found[(shape, b, "simple-elmo, API")] for b in batch_sizes}
+    strict = {b: found[(shape, b, "simple-elmo, strict")] for b in batch_sizes}
+    return api, strict
+
+
 # ----------------------------------------------------------------------------- inputs
 
 
@@ -476,6 +486,12 @@ def parse_args(argv):
         help="also time elmo-tf called as model.embed per chunk of this many sentences "
         "(default 256; 0: skip)",
     )
+    ap.add_argument(
+        "--reuse-peer",
+        metavar="JSON",
+        help="take the peer's rows from an earlier report on the same workload and machine "
+        "instead of running it again (the report says so)",
+    )
     ap.add_argument("--timeout", type=float, default=0, help="per child, seconds (0 = none)")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "benchmark.json"))
     ap.add_argument("--quick", action="store_true", help="small only, 200 sentences, 1 repeat")
@@ -553,8 +569,11 @@ def main(argv=None):
             if args.chunk:
                 log(f"elmo-tf {shape} B={b}, embed per {args.chunk} sentences")
                 ours_chunked[b] = run_child("ours", {**spec, "chunk": args.chunk}, args.timeout)
-        peer = run_peer(args, shape, files, sentences_file, args.batch_sizes, False)
-        strict = run_peer(args, shape, files, sentences_file, args.batch_sizes, False, "strict")
+        if args.reuse_peer:
+            peer, strict = reused_peer(args.reuse_peer, shape, args.batch_sizes)
+        else:
+            peer = run_peer(args, shape, files, sentences_file, args.batch_sizes, False)
+            strict = run_peer(args, shape, files, sentences_file, args.batch_sizes, False, "strict")
         peer_sorted = {}
         if args.peer_sorted:
             peer_sorted = run_peer(args, shape, files, sentences_file, args.batch_sizes, True)
@@ -600,6 +619,7 @@ def main(argv=None):
             "loadavg_end": loadavg(),
         },
         "settings": {
+            "reused_peer_results": args.reuse_peer,
             "shapes": args.shapes,
             "batch_sizes": args.batch_sizes,
             "repeats": args.repeats,
