@@ -26,8 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def timed(argv):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+def timed(argv, extra_env=None):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **(extra_env or {}))
     env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
     start = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
@@ -56,6 +56,11 @@ def main():
     parser.add_argument("--model", default="sotu", help="model name or directory (sotu)")
     parser.add_argument("--workers", type=int, default=2, help="Beam worker processes (2)")
     parser.add_argument("--layers", choices=("all", "top", "average"), default="all")
+    parser.add_argument(
+        "--worker-threads",
+        type=int,
+        help="TensorFlow intra-op threads per Beam worker (default: TensorFlow's, one per core)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,11 +76,17 @@ def main():
             f.write("A single sentence .\n")
 
         rows = []
-        for name, command in (("elmo-tf embed", embed_command), ("elmo_tf.beam", beam_command)):
+        threads = {}
+        if args.worker_threads:
+            threads = {"TF_NUM_INTRAOP_THREADS": str(args.worker_threads)}
+        for name, command, env in (
+            ("elmo-tf embed", embed_command, {}),
+            ("elmo_tf.beam", beam_command, threads),
+        ):
             print(f"{name}: start-up ...", file=sys.stderr, flush=True)
-            startup = timed(command(one_line, os.path.join(tmp, f"s{len(rows)}.out"), args))
+            startup = timed(command(one_line, os.path.join(tmp, f"s{len(rows)}.out"), args), env)
             print(f"{name}: {n:,} sentences ...", file=sys.stderr, flush=True)
-            wall = timed(command(corpus, os.path.join(tmp, f"r{len(rows)}.out"), args))
+            wall = timed(command(corpus, os.path.join(tmp, f"r{len(rows)}.out"), args), env)
             steady = (n - 1) / max(wall - startup, 1e-9)
             rows.append((name, wall, startup, n / wall, steady))
 
