@@ -101,3 +101,17 @@ def preset(name):
         return PRESETS[name]
     except KeyError:
         raise PresetError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}") from None
+
+
+def add_model_arguments(parser):
+    """The flags that name a model on a command line (``elmo-tf embed``/``export``, the Beam
+    job): ``--model NAME_OR_DIR`` (``preset_files``' names and directories), or ``--options``
+    with ``--weights`` (official files)."""
+    parser.add_argument(
+        "--model",
+        metavar="NAME_OR_DIR",
+        help="a bundled model (sotu) or a directory with options.json and weights.hdf5 "
+        "(default: the bundled default model)",
+    )
+    parser.add_argument("--options", metavar="FILE", help="an official options.json")
+    parser.add_argument("--weights", metavar="FILE", help="its HDF5 weight file")

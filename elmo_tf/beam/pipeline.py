@@ -54,6 +54,7 @@ from elmo_tf.beam.model_handler import (
 from elmo_tf.beam.saved_model_handler import SIGNATURES, ElmoSavedModelHandler
 from elmo_tf.embedding_file import LAYER_CHOICES
 from elmo_tf.errors import ElmoError, InputFileError
+from elmo_tf.presets import add_model_arguments
 
 FORMATS = ("parquet", "tfrecord")
 DEFAULT_MAX_TOKENS_PER_LINE = 1000
@@ -240,14 +241,7 @@ def build_parser(prog="python -m elmo_tf.beam"):
         help="input files (any Beam filesystem: local, gs://, ...); repeat for several",
     )
     parser.add_argument("--output", required=True, metavar="PREFIX", help="output file prefix")
-    parser.add_argument(
-        "--model",
-        metavar="NAME_OR_DIR",
-        help="a bundled model (sotu) or a directory with options.json and weights.hdf5 "
-        "(default: the bundled default model)",
-    )
-    parser.add_argument("--options", metavar="FILE", help="an official options.json")
-    parser.add_argument("--weights", metavar="FILE", help="its HDF5 weight file")
+    add_model_arguments(parser)
     parser.add_argument(
         "--saved-model",
         metavar="DIR",

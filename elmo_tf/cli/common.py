@@ -35,18 +35,6 @@ def _find_spec(util, module):
         return None
 
 
-def add_model_arguments(parser):
-    """``--model``, or ``--options`` + ``--weights``: which model a command loads."""
-    parser.add_argument(
-        "--model",
-        metavar="NAME_OR_DIR",
-        help="a bundled model (sotu) or a directory with options.json and weights.hdf5 "
-        "(default: the bundled default model)",
-    )
-    parser.add_argument("--options", metavar="FILE", help="an official options.json")
-    parser.add_argument("--weights", metavar="FILE", help="its HDF5 weight file")
-
-
 def load_model(args, step=None, **kwargs):
     """The ``ELMo`` that ``add_model_arguments``' flags name; ``kwargs`` go to ``ELMo``.
 

@@ -6,7 +6,7 @@ The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write ar
 
 import os
 
-from elmo_tf.cli.common import CommandError, Progress, add_model_arguments, load_model
+from elmo_tf.cli.common import CommandError, Progress, load_model
 from elmo_tf.embedding_file import (
     DEFAULT_MAX_TOKENS_PER_LINE,
     LAYER_CHOICES,
@@ -14,6 +14,7 @@ from elmo_tf.embedding_file import (
     read_sentences,
     write_embeddings,
 )
+from elmo_tf.presets import add_model_arguments
 
 FORMATS = LAYER_CHOICES
 

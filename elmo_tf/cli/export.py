@@ -10,7 +10,8 @@ import os
 import sys
 import time
 
-from elmo_tf.cli.common import CommandError, add_model_arguments, load_model
+from elmo_tf.cli.common import CommandError, load_model
+from elmo_tf.presets import add_model_arguments
 
 QUANTIZE_CHOICES = ("dynamic",)
 
