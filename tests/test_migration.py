@@ -51,35 +51,24 @@ def workdir(tmp_path_factory):
     return path
 
 
+def _run_in(workdir, argv, env, timeout):
+    done = subprocess.run(
+        argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 @pytest.mark.parametrize("tag, language, code", BLOCKS)
 def test_block_runs(tag, language, code, workdir, monkeypatch):
     if language == "bash":
-        env = dict(
-            os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
-        )
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", code],
-            cwd=workdir,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return
-    if tag == "legacy-keras":  # TF Hub code: Keras 2 as tf.keras, in a process of its own
+        path = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
+        env = dict(os.environ, PATH=path)
+        _run_in(workdir, ["bash", "-euo", "pipefail", "-c", code], env, timeout=300)
+    elif tag == "legacy-keras":  # TF Hub code: Keras 2 as tf.keras, in a process of its own
         if not _installed("tensorflow_hub", "tf_keras"):
             pytest.skip("needs the [hub] extra")
         env = dict(os.environ, TF_USE_LEGACY_KERAS="1")
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            cwd=workdir,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return
-    monkeypatch.chdir(workdir)
-    exec(compile(code, str(PAGE), "exec"), {"__name__": "migration_block"})
+        _run_in(workdir, [sys.executable, "-c", code], env, timeout=600)
+    else:
+        monkeypatch.chdir(workdir)
+        exec(compile(code, str(PAGE), "exec"), {"__name__": "migration_block"})
