@@ -63,3 +63,20 @@ def test_training_options_name_the_field():
             TrainingOptions(**{field: value})
     with pytest.raises(ValueError, match="initial_accumulator_value must be non-negative"):
         TrainingOptions(initial_accumulator_value=-1.0)
+    with pytest.raises(
+        TrainingPlanError, match="^optimizer must be 'adagrad' or 'adam', got 'sgd'"
+    ):
+        TrainingOptions(optimizer="sgd")
+
+
+def test_learning_rate_defaults_to_the_optimizers():
+    assert TrainingOptions().learning_rate == 0.2  # bilm-tf's Adagrad
+    assert TrainingOptions(optimizer="adam").learning_rate == 0.001
+    assert TrainingOptions(optimizer="adam", learning_rate=0.002).learning_rate == 0.002
+    # a run's saved options (written before the optimizer setting existed) still load
+    old = TrainingOptions().to_dict()
+    del old["optimizer"]
+    assert TrainingOptions.from_dict(old) == TrainingOptions()
+    assert (
+        TrainingOptions.from_dict(TrainingOptions(optimizer="adam").to_dict()).optimizer == "adam"
+    )

@@ -27,7 +27,7 @@ from elmo_tf.cli.common import Progress
 
 def add_parser(subparsers):
     from elmo_tf import presets
-    from elmo_tf.training.training_options import TrainingOptions
+    from elmo_tf.training.training_options import DEFAULT_LEARNING_RATES, TrainingOptions
 
     defaults = TrainingOptions()
     architecture = presets.TRAINING_DEFAULT
@@ -93,7 +93,17 @@ def add_parser(subparsers):
     option("--batch-size", int, "streams per batch, over all replicas")
     option("--unroll-steps", int, "positions per back-propagation window")
     option("--num-sampled", int, "sampled-softmax candidates, capped at the vocabulary size")
-    option("--learning-rate", float, "Adagrad learning rate")
+    train.add_argument(
+        "--optimizer",
+        choices=sorted(DEFAULT_LEARNING_RATES),
+        help="adagrad (bilm-tf's; default) or adam (fewer steps on a small corpus)",
+    )
+    train.add_argument(
+        "--learning-rate",
+        type=float,
+        metavar="RATE",
+        help="the optimizer's learning rate (default: adagrad 0.2, adam 0.001)",
+    )
     option("--initial-accumulator-value", float, "Adagrad initial accumulator")
     option("--clip-norm", float, "global gradient-norm clip")
     option("--dropout", float, "dropout on LSTM inputs and outputs")

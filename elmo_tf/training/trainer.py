@@ -22,10 +22,10 @@ class Trainer:
     Every step reads one window of ``unroll_steps`` positions per batch row, starts each row
     from the LSTM state it ended the previous window with (``tf.stop_gradient``: no gradient
     flows into earlier windows), and minimises the mean of the forward and backward
-    sampled-softmax losses with Adagrad. The gradients of all replicas are summed
-    (each replica's loss is divided by the number of replicas, so the sum is the gradient of
-    the global mean), clipped by their global norm, and then applied: clipping the summed
-    gradient is bilm-tf's ``clip_grads`` after ``average_gradients``. Keras' optimizer sums
+    sampled-softmax losses with Adagrad (bilm-tf's) or Adam. The gradients of all replicas
+    are summed (each replica's loss is divided by the number of replicas, so the sum is the
+    gradient of the global mean), clipped by their global norm, and then applied: clipping the
+    summed gradient is bilm-tf's ``clip_grads`` after ``average_gradients``. Keras' optimizer sums
     the replicas' gradients once more, so each replica hands it ``1 / replicas`` of the
     clipped sum.
 
@@ -61,11 +61,7 @@ class Trainer:
             self.model = (
                 model() if callable(model) and not isinstance(model, keras.Model) else model
             )
-            self.optimizer = keras.optimizers.Adagrad(
-                learning_rate=options.learning_rate,
-                initial_accumulator_value=options.initial_accumulator_value,
-                name="adagrad",  # fixed: its variable paths are checkpoint keys
-            )
+            self.optimizer = make_optimizer(options)
             self.optimizer.build(self.model.lm_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         # The rows of this worker's replicas; their carried state is kept on the host for
@@ -298,6 +294,18 @@ class Trainer:
     def _latest_step(self):
         latest = self.manager.latest_checkpoint
         return int(latest.rsplit("-", 1)[1]) if latest else -1
+
+
+def make_optimizer(options):
+    """The Keras optimizer of ``options.optimizer`` (its name is fixed: its variable paths are
+    checkpoint keys)."""
+    if options.optimizer == "adam":
+        return keras.optimizers.Adam(learning_rate=options.learning_rate, name="adam")
+    return keras.optimizers.Adagrad(
+        learning_rate=options.learning_rate,
+        initial_accumulator_value=options.initial_accumulator_value,
+        name="adagrad",
+    )
 
 
 def new_model(config, vocab_size, options, init_from=None):
