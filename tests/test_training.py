@@ -309,6 +309,38 @@ def test_carried_state_equals_one_long_window():
         assert_reordered(a, b)
 
 
+@pytest.mark.numerics
+def test_reset_state_per_sentence_runs_each_sentence_from_zero():
+    """With ``reset_state_per_sentence`` a window holding two sentences gives what each
+    sentence gives alone from the zero state, whatever state the window starts from; without
+    it the second sentence sees the first."""
+    first, second = ["a", "cat", "sat"], ["the", "dog"]
+
+    def streams(*sentences):
+        forward = [t for s in sentences for t in ["<S>", *s]]
+        backward = [t for s in sentences for t in ["</S>", *s[::-1]]]
+        return {
+            "forward_char_ids": elmo_tf.batch_to_ids([forward]),
+            "backward_char_ids": elmo_tf.batch_to_ids([backward]),
+        }
+
+    rng = np.random.default_rng(0)
+    carried = BidirectionalLanguageModel(TINY_CONFIG, vocab_size=12)
+    model = BidirectionalLanguageModel(TINY_CONFIG, vocab_size=12, reset_state_per_sentence=True)
+    model.set_weights(carried.get_weights())
+    start = [rng.normal(size=s.shape).astype(np.float32) for s in model.zero_state(1)]
+    both = model(streams(first, second), initial_state=start)
+    alone = [model(streams(s)) for s in (first, second)]
+    for key in ("forward", "backward"):
+        joined = np.concatenate([alone[0][key], alone[1][key]], axis=1)
+        assert_reordered(both[key], joined)
+    for a, b in zip(both["state"], alone[1]["state"]):
+        assert_reordered(a, b)
+    flowing = carried(streams(first, second))
+    assert not np.allclose(flowing["forward"][:, 4:], alone[1]["forward"], atol=1e-3)
+    assert model.get_config()["reset_state_per_sentence"] is True
+
+
 # --------------------------------------------------------------------------- training
 
 

@@ -107,6 +107,13 @@ def add_parser(subparsers):
     option("--initial-accumulator-value", float, "Adagrad initial accumulator")
     option("--clip-norm", float, "global gradient-norm clip")
     option("--dropout", float, "dropout on LSTM inputs and outputs")
+    train.add_argument(
+        "--reset-state-per-sentence",
+        action="store_const",
+        const=True,
+        help="start every sentence from the zero LSTM state, as embed runs sentences "
+        "(default: carried across sentences, as bilm-tf)",
+    )
     option("--epochs", float, "passes over FILES, unless --max-steps")
     option("--max-steps", int, "stop at this step")
     option("--checkpoint-every", int, "steps between checkpoints")

@@ -98,7 +98,9 @@ class BidirectionalLSTMStack(keras.layers.Layer):
         outputs = [tf.concat([forward, reverse(backward)], axis=-1) for forward, backward in layers]
         return outputs, final_state
 
-    def run_streams(self, forward, backward, mask, initial_state=None, dropout=0.0, seed=None):
+    def run_streams(
+        self, forward, backward, mask, initial_state=None, dropout=0.0, seed=None, resets=None
+    ):
         """Runs the forward stack over ``forward`` and the backward stack over ``backward``.
 
         Both streams are read left to right, each in its own (reading) order: ``call`` passes
@@ -116,6 +118,9 @@ class BidirectionalLSTMStack(keras.layers.Layer):
                 masks are a function of ``seed``.
             seed: shape-``[2]`` int tensor, needed when ``dropout > 0``; layer ``l`` of
                 direction ``d`` (0 forward) draws its mask from ``fold_in(seed, 2 * l + d)``.
+            resets: optional bool tensor ``(B, T)``, shared by both streams: where true,
+                every layer's state is set to zero before that position is read (a new
+                sentence starts there, as it does for ``call``'s stateless use).
 
         Returns:
             ``(layers, final_state)``: ``layers`` a list of ``num_layers`` pairs
@@ -135,7 +140,7 @@ class BidirectionalLSTMStack(keras.layers.Layer):
                 x = [stateless_dropout(v, dropout, seed, 2 * layer + d) for d, v in enumerate(x)]
             cells = (self.forward_cells[layer], self.backward_cells[layer])
             states = [(init_cell[:, layer, d], init_hidden[:, layer, d]) for d in (0, 1)]
-            outputs, states = run_directions(cells, x, mask, states)
+            outputs, states = run_directions(cells, x, mask, states, resets)
             if self.use_skip_connections and layer > 0:
                 outputs = [out + v for out, v in zip(outputs, x)]
             x = list(outputs)
@@ -163,10 +168,12 @@ def stateless_dropout(x, rate, seed, site):
     return tf.nn.experimental.stateless_dropout(x, rate, site_seed)
 
 
-def run_directions(cells, inputs, mask, states):
+def run_directions(cells, inputs, mask, states, resets=None):
     """Runs several cells over time in one loop, each on its own (right-padded) input.
 
     A row's state stops changing after its last real position and its output there is zero.
+    ``resets`` (optional bool ``(B, T)``): the state of every cell is zeroed before the
+    positions where it is true.
 
     The recurrence computes only the rows still running: rows are put in order of decreasing
     length, so at step ``t`` the rows that still have a real position are a prefix of the
@@ -180,6 +187,10 @@ def run_directions(cells, inputs, mask, states):
     inputs = [tf.gather(x, order) for x in inputs]
     states = [tuple(tf.gather(s, order) for s in state) for state in states]
     sorted_lengths = tf.gather(lengths, order)
+    if resets is not None:
+        # (T, B, 1): 0.0 where the state restarts, else 1.0.
+        keeps = 1.0 - tf.cast(tf.transpose(tf.gather(resets, order)), inputs[0].dtype)
+        keeps = keeps[:, :, None]
     # The input half of every gate pre-activation, for all steps at once: (T, B, 4D) each.
     projected = [tf.transpose(cell.project_inputs(x), [1, 0, 2]) for cell, x in zip(cells, inputs)]
     recurrent_kernels = [cell.recurrent_kernel for cell in cells]  # sliced once, not per step
@@ -204,9 +215,11 @@ def run_directions(cells, inputs, mask, states):
         new_states, new_arrays = [], []
         for k, cell in enumerate(cells):
             c_prev, h_prev = states[k]
-            output, (c, h) = cell.step(
-                projected[k][t][:n], (c_prev[:n], h_prev[:n]), recurrent_kernels[k]
-            )
+            c_run, h_run = c_prev[:n], h_prev[:n]
+            if resets is not None:
+                keep = tf.cast(keeps[t][:n], c_run.dtype)
+                c_run, h_run = c_run * keep, h_run * keep
+            output, (c, h) = cell.step(projected[k][t][:n], (c_run, h_run), recurrent_kernels[k])
             finished = tf.zeros_like(h_prev[n:])  # rows past their length output zero
             c = tf.concat([c, c_prev[n:]], axis=0)
             h = tf.concat([h, h_prev[n:]], axis=0)

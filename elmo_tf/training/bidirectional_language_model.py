@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from elmo_tf import characters
 from elmo_tf.config import ElmoConfig
 from elmo_tf.layers.bidirectional_lstm_stack import stateless_dropout
 from elmo_tf.models.elmo import ELMo, LSTMState
@@ -43,6 +44,9 @@ class BidirectionalLanguageModel(keras.Model):
         vocab_size: V, the softmax vocabulary size.
         dropout: dropout rate during training (bilm-tf: 0.1).
         num_sampled: candidates of the sampled softmax (capped at V).
+        reset_state_per_sentence: start every sentence from the zero state (the state is
+            zeroed where a stream reads ``<S>``/``</S>``), as ``ELMo.embed`` and the served
+            signatures run each sentence; ``False`` (bilm-tf's): carry it across sentences.
 
     Call arguments:
         inputs: dict with ``forward_char_ids`` and ``backward_char_ids`` ``(B, T, 50)`` int32,
@@ -67,7 +71,15 @@ class BidirectionalLanguageModel(keras.Model):
     al. 2016, "Exploring the Limits of Language Modeling" (sampled softmax, char CNN).
     """
 
-    def __init__(self, config, vocab_size, dropout=0.1, num_sampled=8192, **kwargs):
+    def __init__(
+        self,
+        config,
+        vocab_size,
+        dropout=0.1,
+        num_sampled=8192,
+        reset_state_per_sentence=False,
+        **kwargs,
+    ):
         # A fixed name: the softmax's variable paths (checkpoint keys) must not depend on
         # how many models the process has built.
         kwargs.setdefault("name", "bilm")
@@ -78,6 +90,7 @@ class BidirectionalLanguageModel(keras.Model):
         self.vocab_size = int(vocab_size)
         self.dropout_rate = float(dropout)
         self.num_sampled = int(num_sampled)
+        self.reset_state_per_sentence = bool(reset_state_per_sentence)
         self.elmo = ELMo(config, name="elmo")
         self.sampler = LogUniformSampler(self.vocab_size, self.num_sampled)
         self.build()
@@ -126,15 +139,24 @@ class BidirectionalLanguageModel(keras.Model):
         forward, backward = tf.split(embeddings, 2, axis=0)  # (B, T, P) each
         if initial_state is None:
             initial_state = self.zero_state(tf.shape(forward_ids)[0])
-        return self.run_lstm(forward, backward, mask, initial_state, training, seed)
+        resets = None
+        if self.reset_state_per_sentence:
+            # Sentences start at the same positions of both streams (<S> forward, </S>
+            # backward: see elmo_tf.training.data.frame_sentences).
+            resets = tf.reduce_all(forward_ids == characters.BOS_CHAR_IDS, axis=-1)
+        return self.run_lstm(forward, backward, mask, initial_state, training, seed, resets)
 
-    def run_lstm(self, forward, backward, mask, initial_state, training=False, seed=None):
-        """Both LSTM stacks over their own streams; returns the dict of :meth:`call`."""
+    def run_lstm(
+        self, forward, backward, mask, initial_state, training=False, seed=None, resets=None
+    ):
+        """Both LSTM stacks over their own streams; returns the dict of :meth:`call`.
+
+        ``resets``: optional bool ``(B, T)``, where the state restarts from zero."""
         rate = self.dropout_rate if training else 0.0
         if rate and seed is None:
             raise ValueError("training with dropout needs a seed")
         layers, state = self.elmo.bilstm.run_streams(
-            forward, backward, mask, initial_state, dropout=rate, seed=seed
+            forward, backward, mask, initial_state, dropout=rate, seed=seed, resets=resets
         )
         x = layers[-1]
         if rate:
@@ -174,6 +196,7 @@ class BidirectionalLanguageModel(keras.Model):
             vocab_size=self.vocab_size,
             dropout=self.dropout_rate,
             num_sampled=self.num_sampled,
+            reset_state_per_sentence=self.reset_state_per_sentence,
         )
         return config
 

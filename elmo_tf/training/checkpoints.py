@@ -93,7 +93,11 @@ def restore_language_model(path):
     vocabulary = Vocabulary.from_file(os.path.join(directory, VOCAB_FILE))
     training = saved["training"]
     model = BidirectionalLanguageModel(
-        config, len(vocabulary), dropout=training["dropout"], num_sampled=training["num_sampled"]
+        config,
+        len(vocabulary),
+        dropout=training["dropout"],
+        num_sampled=training["num_sampled"],
+        reset_state_per_sentence=training.get("reset_state_per_sentence", False),
     )
     step = tf.Variable(0, dtype=tf.int64)
     checkpoint = tf.train.Checkpoint(model=variable_map(model.weights), step=step)

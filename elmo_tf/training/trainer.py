@@ -318,7 +318,11 @@ def new_model(config, vocab_size, options, init_from=None):
 
     def build():
         model = BidirectionalLanguageModel(
-            config, vocab_size, dropout=options.dropout, num_sampled=options.num_sampled
+            config,
+            vocab_size,
+            dropout=options.dropout,
+            num_sampled=options.num_sampled,
+            reset_state_per_sentence=options.reset_state_per_sentence,
         )
         if init_from is not None:
             from elmo_tf.weight_file import load_weights

@@ -27,6 +27,9 @@ class TrainingOptions:
         initial_accumulator_value: Adagrad's initial accumulator (bilm-tf: 1.0).
         clip_norm: global-norm clip of the summed gradients (bilm-tf: 10.0).
         dropout: dropout rate on LSTM inputs and top outputs (bilm-tf: 0.1).
+        reset_state_per_sentence: every sentence starts from the zero LSTM state, as
+            ``ELMo.embed`` runs it (bilm-tf: ``False``, the state flows across sentences;
+            a model trained so leans on that carried state and is weaker from a zero state).
         seed: seed of initialisation, shuffling, dropout and sampling.
         max_steps: batches to train for, in all (``None``: from ``epochs``).
         epochs: passes over the corpus when ``max_steps`` is not given.
@@ -43,6 +46,7 @@ class TrainingOptions:
     initial_accumulator_value: float = 1.0
     clip_norm: float = 10.0
     dropout: float = 0.1
+    reset_state_per_sentence: bool = False
     seed: int = 0
     max_steps: int | None = None
     epochs: float = 10.0
