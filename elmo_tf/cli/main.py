@@ -31,6 +31,7 @@ COMMANDS = (
     "client",
     "train",
     "evaluate",
+    "senses",
     "dump_weights",
     "vocab",
     "beam",
