@@ -392,6 +392,110 @@ def test_grpc_deadline_passed_in_the_queue_is_not_computed(server, stub, monkeyp
     assert batcher.dropped == dropped + 1
 
 
+def test_rest_client_gone_while_queued_is_not_computed(server, stub, monkeypatch):
+    """A REST client that closes its connection while its request waits in the queue: the
+    request is dropped before it is computed (as a cancelled gRPC call)."""
+    from elmo_tf.serving.model_manager import Servable
+
+    entered, release = threading.Event(), threading.Event()
+    run = Servable.run
+
+    def gated_run(self, key, inputs):
+        entered.set()
+        assert release.wait(TIMEOUT)
+        return run(self, key, inputs)
+
+    monkeypatch.setattr(Servable, "run", gated_run)
+    with server.manager.servable() as servable:
+        batcher = servable._batchers["default"]
+        dropped = batcher.dropped
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            first = pool.submit(stub.Predict, make_request(["runs"]), timeout=TIMEOUT)
+            assert entered.wait(TIMEOUT)
+            body = json.dumps({"signature_name": "default", "instances": ["gone"]}).encode()
+            head = (
+                "POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+            with socket.create_connection(("127.0.0.1", server.rest_port), TIMEOUT) as sock:
+                sock.sendall(head.encode() + body)
+                deadline = time.monotonic() + TIMEOUT
+                while batcher.queued_rows == 0:  # the request is queued behind the first
+                    assert time.monotonic() < deadline
+                    time.sleep(0.01)
+            # closed: the client is gone
+        finally:
+            release.set()
+        first.result(TIMEOUT)
+    deadline = time.monotonic() + TIMEOUT
+    while batcher.dropped == dropped:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert batcher.dropped == dropped + 1
+    _still_up(stub)
+
+
+def test_rest_expect_100_continue(server):
+    """``Expect: 100-continue``: a body over the limit is refused (413) before it is sent; a
+    body within it is invited (100 Continue) and answered."""
+    head = "POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+    status, answer = _raw_http(server.rest_port, head + f"Content-Length: {10**9}\r\n")
+    assert status == 413 and "over the limit" in json.loads(answer)["error"]
+
+    body = json.dumps({"instances": ["a b"]}).encode()
+    with socket.create_connection(("127.0.0.1", server.rest_port), timeout=TIMEOUT) as sock:
+        sock.sendall(f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode())
+        interim = sock.recv(4096)
+        assert interim.startswith(b"HTTP/1.1 100 Continue"), interim
+        sock.sendall(body)
+        data = interim.split(b"\r\n\r\n", 1)[1]
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200")
+    assert len(json.loads(data.split(b"\r\n\r\n", 1)[1])["predictions"]) == 1
+
+
+@pytest.mark.slow
+def test_rest_slow_and_idle_clients_are_cut_off(request, base_path):
+    """--rest-timeout-seconds: a client that stalls mid-headers, stalls mid-body or idles on a
+    keep-alive connection is disconnected after the timeout and holds no thread."""
+    server = _start(request, base=str(base_path), rest_timeout_seconds=1.0)
+    port = server.rest_port
+
+    def closed_within(sock, seconds):
+        sock.settimeout(seconds)
+        start = time.monotonic()
+        data = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return time.monotonic() - start, data
+            data += chunk
+
+    stalls = {
+        "mid-headers": b"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\n",
+        "mid-body": b"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Length: 100\r\n\r\n" + b'{"instances": [',
+        "idle": b"",
+    }
+    for name, sent in stalls.items():
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+            sock.sendall(sent)
+            waited, data = closed_within(sock, TIMEOUT)
+            assert 0.5 < waited < 5.0, (name, waited)
+            assert data == b"" or data.startswith(b"HTTP/1.1 4"), (name, data)
+    deadline = time.monotonic() + TIMEOUT
+    while server._rest._connections:  # every handler thread let go of its connection
+        assert time.monotonic() < deadline, server._rest._connections
+        time.sleep(0.01)
+    status, _ = _raw_http(port, "GET /v1/models/elmo HTTP/1.1\r\nConnection: close\r\n")
+    assert status == 200
+
+
 # One tokenizer: the served default signature and `elmo-tf embed` split alike.
 ODD_SPACES = [
     "a\u00a0b",

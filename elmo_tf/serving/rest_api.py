@@ -19,7 +19,9 @@ or ``{"b64": "..."}``. In the row form a signature with one input takes the valu
 
 Connections: HTTP/1.1 with keep-alive; a listen backlog of ``REQUEST_QUEUE_SIZE``; a connection
 idle, or slow to send its request, for ``timeout`` seconds is closed, so a slow client cannot
-hold a thread. A POST needs a ``Content-Length`` (400 if it is missing, negative or not a
+hold a thread. A client that closes its connection while its request waits is not computed
+(the batcher asks before each chunk, as for a cancelled gRPC call).
+A POST needs a ``Content-Length`` (400 if it is missing, negative or not a
 number); a body over the limit is answered 413 without being read (also on ``Expect:
 100-continue``), and the connection closed. JSON nested too deep for the parser or holding an
 integer of more than 4300 digits is a 400. ``stop`` closes idle connections at once and the
@@ -30,6 +32,7 @@ import http.server
 import json
 import logging
 import re
+import select
 import socket
 import threading
 import time
@@ -176,7 +179,12 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
         payload = body["instances" if row_format else "inputs"]
         limits = self.server.model_server.limits
         _, outputs = self.server.model_server.predict(
-            name, version, signature, lambda spec: reader(payload, spec, limits), []
+            name,
+            version,
+            signature,
+            lambda spec: reader(payload, spec, limits),
+            [],
+            alive=self._client_connected,
         )
         values = {alias: to_json(value) for alias, value in outputs.items()}
         if not row_format:
@@ -185,6 +193,21 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
             return {"predictions": next(iter(values.values()))}
         rows = len(next(iter(values.values())))
         return {"predictions": [{a: v[i] for a, v in values.items()} for i in range(rows)]}
+
+    def _client_connected(self):
+        """Whether the client still waits for the answer: false once it has closed its
+        connection (the batcher asks before computing each chunk of the request).
+
+        A closed connection reads as end of file; a client that already sent its next
+        request (pipelining) or sent nothing more is still waiting.
+        """
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return True
+            return self.connection.recv(1, socket.MSG_PEEK) != b""
+        except (OSError, ValueError):  # reset, or the socket is already closed
+            return False
 
     def _read_json(self):
         length = _content_length(self.headers)
