@@ -115,6 +115,19 @@ def _open(path, mode):
         ) from None
 
 
+def open_untrusted(path):
+    """Opens an HDF5 file for reading as :func:`load_weights` does: one-line errors for a
+    missing, empty or non-HDF5 file, and links or storage outside the file refused before
+    any data is read. Returns the open ``h5py.File``."""
+    f = _open(path, "r")
+    try:
+        _check_links_and_storage(f, os.fspath(path))
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
 def _first_line(error):
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 

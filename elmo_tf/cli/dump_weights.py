@@ -22,13 +22,19 @@ def add_parser(subparsers):
     )
     parser.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint directory or prefix")
     parser.add_argument("outdir", metavar="OUTDIR", help="directory to write (created)")
+    parser.add_argument(
+        "--softmax-float16",
+        action="store_true",
+        help="store softmax.hdf5 in float16: half the size, perplexity within rounding",
+    )
     return parser
 
 
 def run(args):
     from elmo_tf.training.checkpoints import dump_weights
 
-    outdir, step = dump_weights(args.checkpoint, args.outdir)
+    dtype = "float16" if args.softmax_float16 else "float32"
+    outdir, step = dump_weights(args.checkpoint, args.outdir, softmax_dtype=dtype)
     print(
         f"{outdir}: options.json, weights.hdf5, vocab.txt, softmax.hdf5 (step {step})",
         file=sys.stderr,

@@ -105,26 +105,41 @@ def restore_language_model(path):
     return model, vocabulary, int(step.numpy())
 
 
-def save_softmax(model, path):
+def save_softmax(model, path, dtype="float32"):
     """Writes the softmax ``softmax/W`` ``(V, P)`` and ``softmax/b`` ``(V,)`` to HDF5,
-    replacing ``path`` atomically."""
+    replacing ``path`` atomically. ``dtype`` ``"float16"`` halves the file (the weights are
+    rounded to float16; :func:`load_softmax` reads them back as float32). The file's
+    ``reset_state_per_sentence`` attribute records how the biLM reads text, so that
+    ``elmo-tf evaluate`` reads it the same way."""
     import h5py
 
+    if dtype not in ("float32", "float16"):
+        raise ValueError(f"dtype must be 'float32' or 'float16', got {dtype!r}")
     with files.atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
-        f.create_dataset("softmax/W", data=np.asarray(model.softmax_weights.numpy(), np.float32))
+        f.create_dataset("softmax/W", data=np.asarray(model.softmax_weights.numpy(), dtype))
         f.create_dataset("softmax/b", data=np.asarray(model.softmax_bias.numpy(), np.float32))
+        f.attrs["reset_state_per_sentence"] = bool(model.reset_state_per_sentence)
+
+
+def softmax_reads_per_sentence(path):
+    """The ``reset_state_per_sentence`` recorded in a softmax file (``False`` if absent)."""
+    from elmo_tf.weight_file import open_untrusted
+
+    with open_untrusted(path) as f:
+        return bool(f.attrs.get("reset_state_per_sentence", False))
 
 
 def load_softmax(model, path):
     """Loads a file written by :func:`save_softmax`; raises ``CheckpointError`` on a misfit."""
-    import h5py
 
     expected = {
         "softmax/W": tuple(model.softmax_weights.shape),
         "softmax/b": tuple(model.softmax_bias.shape),
     }
+    from elmo_tf.weight_file import open_untrusted
+
     try:
-        with h5py.File(path, "r") as f:
+        with open_untrusted(path) as f:
             values = {}
             for name, shape in expected.items():
                 if name not in f:
@@ -134,17 +149,25 @@ def load_softmax(model, path):
                         f"{path}: dataset '{name}' has shape {tuple(f[name].shape)}, expected "
                         f"{shape} for this vocabulary"
                     )
+                if f[name].dtype not in (np.float16, np.float32):
+                    raise CheckpointError(
+                        f"{path}: dataset '{name}' has dtype {f[name].dtype}, expected float32 "
+                        "or float16"
+                    )
                 values[name] = f[name][...].astype(np.float32)
+                if not np.isfinite(values[name]).all():
+                    raise CheckpointError(f"{path}: dataset '{name}' holds NaN or infinity")
     except OSError as e:
         raise CheckpointError(f"{path}: not a readable HDF5 file ({e})") from None
     model.softmax_weights.assign(values["softmax/W"])
     model.softmax_bias.assign(values["softmax/b"])
 
 
-def dump_weights(checkpoint, outdir):
+def dump_weights(checkpoint, outdir, softmax_dtype="float32"):
     """Writes a checkpoint's biLM as official files: ``options.json`` (``n_characters``
     262, the inference value), ``weights.hdf5`` (bilm-tf's layout), ``vocab.txt`` and
-    ``softmax.hdf5``, each replaced atomically. Returns ``(outdir, step)``.
+    ``softmax.hdf5`` (in ``softmax_dtype``, see :func:`save_softmax`), each replaced
+    atomically. Returns ``(outdir, step)``.
     """
     import dataclasses
 
@@ -156,5 +179,5 @@ def dump_weights(checkpoint, outdir):
     config.save(os.path.join(outdir, OPTIONS_FILE))
     save_weights(model.elmo, os.path.join(outdir, WEIGHTS_FILE))
     vocabulary.save(os.path.join(outdir, VOCAB_FILE))
-    save_softmax(model, os.path.join(outdir, SOFTMAX_FILE))
+    save_softmax(model, os.path.join(outdir, SOFTMAX_FILE), softmax_dtype)
     return outdir, step

@@ -74,7 +74,13 @@ def load_for_evaluation(path):
             )
         vocabulary = Vocabulary.from_file(os.path.join(path, checkpoints.VOCAB_FILE))
         config = ElmoConfig.from_file(os.path.join(path, checkpoints.OPTIONS_FILE))
-        model = BidirectionalLanguageModel(config, len(vocabulary), dropout=0.0, num_sampled=1)
+        model = BidirectionalLanguageModel(
+            config,
+            len(vocabulary),
+            dropout=0.0,
+            num_sampled=1,
+            reset_state_per_sentence=checkpoints.softmax_reads_per_sentence(softmax),
+        )
         load_weights(model.elmo, weights)
         checkpoints.load_softmax(model, softmax)
         return model, vocabulary
