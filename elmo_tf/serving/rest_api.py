@@ -59,6 +59,10 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
 
     server_version = "elmo-tf-serving"
     protocol_version = "HTTP/1.1"  # keep-alive; every answer has a Content-Length
+    # An answer is written as headers, then body: without TCP_NODELAY, Nagle's algorithm holds
+    # the body until the client's delayed ACK of the headers (~40 ms on Linux) on every
+    # keep-alive request (benchmarks/rest_frontends.py).
+    disable_nagle_algorithm = True
 
     def setup(self):
         self.timeout = self.server.timeout_seconds  # socket timeout: idle and slow clients
