@@ -7,10 +7,10 @@ another port, a prototype REST front end on aiohttp (``pip install aiohttp``) th
 same ``ModelServer``: it runs ``RestHandler``'s own ``_predict``, ``_status`` and
 ``_metadata`` through a stand-in object, so the JSON in and out, the errors and the batching
 are those of our REST API; only the HTTP layer differs. The prototype lives here, not in the
-library. A third front end, ``http.server+nodelay``, is ours unchanged but for ``TCP_NODELAY``
-on its connections (``RestHandler`` writes the headers and the body in two ``send`` calls, so
-without it Nagle's algorithm and the client's delayed ACK can hold each answer's end back
-about 40 ms on Linux): it tells what the HTTP stack itself costs apart from that one setting.
+library. A third front end, ``http.server-nagle``, is ours as it was before ``TCP_NODELAY``
+was set on its connections (``RestHandler`` writes the headers and the body in two ``send``
+calls, so with Nagle's algorithm on, the client's delayed ACK holds each answer's end back
+about 40 ms on Linux): the before/after of that one setting.
 
 The load comes from this (parent) process, so the clients do not share the server's GIL: N
 client threads for T seconds, each on one persistent HTTP/1.1 keep-alive connection
@@ -52,7 +52,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FRONT_ENDS = ("http.server", "aiohttp", "http.server+nodelay")
+FRONT_ENDS = ("http.server", "aiohttp", "http.server-nagle")
 MAX_SECONDS = 300
 MAX_THREADS = 64
 MAX_REPEATS = 10
@@ -249,14 +249,14 @@ def _too_large(length, limit):
     return f"request of {length} bytes is over the limit of {limit} bytes (--max-request-bytes)"
 
 
-def start_nodelay_rest(model_server, options):
-    """A second ``RestServer`` of ``model_server`` whose connections set ``TCP_NODELAY``
-    (``socketserver``'s ``disable_nagle_algorithm``): ours, with that one change."""
+def start_nagle_rest(model_server, options):
+    """A second ``RestServer`` of ``model_server`` whose connections keep Nagle's algorithm
+    (``socketserver``'s ``disable_nagle_algorithm`` off): ours before ``TCP_NODELAY``."""
     from elmo_tf.serving import grpc_api
     from elmo_tf.serving.rest_api import RestHandler, RestServer
 
-    class NoDelayHandler(RestHandler):
-        disable_nagle_algorithm = True
+    class NagleHandler(RestHandler):
+        disable_nagle_algorithm = False
 
     rest = RestServer(
         (options.host, 0),
@@ -266,8 +266,8 @@ def start_nodelay_rest(model_server, options):
         options.max_request_bytes,
         options.rest_timeout_seconds,
     )
-    rest.RequestHandlerClass = NoDelayHandler
-    threading.Thread(target=rest.serve_forever, name="rest-nodelay", daemon=True).start()
+    rest.RequestHandlerClass = NagleHandler
+    threading.Thread(target=rest.serve_forever, name="rest-nagle", daemon=True).start()
     return rest
 
 
@@ -313,12 +313,12 @@ def serve(args):
         options.rest_timeout_seconds,
         args.aiohttp_workers,
     )
-    nodelay = start_nodelay_rest(server, options)
+    nagle = start_nagle_rest(server, options)
     ports = {
         "grpc": server.port,
         "http.server": server.rest_port,
         "aiohttp": front.port,
-        "http.server+nodelay": nodelay.server_address[1],
+        "http.server-nagle": nagle.server_address[1],
     }
     print(json.dumps({"ports": ports, "model_base_path": base}), flush=True)
     signal.signal(signal.SIGTERM, _interrupt)
@@ -327,7 +327,7 @@ def serve(args):
     except (KeyboardInterrupt, ValueError, OSError):
         pass
     front.stop()
-    nodelay.stop(time.monotonic() + 5)
+    nagle.stop(time.monotonic() + 5)
     server.stop(grace=5)
     if exported:
         shutil.rmtree(exported, ignore_errors=True)
