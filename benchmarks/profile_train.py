@@ -51,10 +51,28 @@ def time_variant(corpus_files, vocab, changes, warmup, steps):
         training_plan = plan.plan_training(run_dir, corpus_files, vocab=vocab, training=training)
         trainer = Trainer.from_plan(training_plan, run_dir, logdir="")
         per_step = training_plan.options.batch_size * training_plan.options.unroll_steps
-        times = []
         trainer.train(warmup, callback=lambda m: None)
         start = time.perf_counter()
-        trainer.train(warmup + steps, callback=lambda m: times.append(time.perf_counter()))
+        trainer.train(warmup + steps)
+        elapsed = time.perf_counter() - start
+        trainer.close()
+        return steps * per_step / elapsed
+
+
+def time_input_pipeline(corpus_files, vocab, steps):
+    """Positions per second the input pipeline alone delivers (batches, no model)."""
+    from elmo_tf.training import plan
+    from elmo_tf.training.trainer import Trainer
+
+    with tempfile.TemporaryDirectory() as run_dir:
+        training_plan = plan.plan_training(run_dir, corpus_files, vocab=vocab)
+        trainer = Trainer.from_plan(training_plan, run_dir, logdir="")
+        per_step = training_plan.options.batch_size * training_plan.options.unroll_steps
+        iterator = iter(trainer.dataset(0))
+        next(iterator)
+        start = time.perf_counter()
+        for _ in range(steps):
+            next(iterator)
         elapsed = time.perf_counter() - start
         trainer.close()
         return steps * per_step / elapsed
@@ -68,6 +86,11 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--input-pipeline",
+        action="store_true",
+        help="also time the input pipeline alone (batches per second without the model)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     variants = args.variant or ["default"]
@@ -79,12 +102,17 @@ def main(argv=None):
             )
             rates[variant].append(rate)
             print(f"repeat {repeat + 1} {variant}: {rate:,.0f} positions/s", file=sys.stderr)
+    if args.input_pipeline:
+        rate = time_input_pipeline(args.corpus, args.vocab, 200)
+        print(f"input pipeline alone: {rate:,.0f} positions/s", file=sys.stderr)
     base = statistics.median(rates[variants[0]])
     print(f"| variant | positions/s (median of {args.repeats}) | vs {variants[0]} |")
     print("|---|---|---|")
     for variant in variants:
         median = statistics.median(rates[variant])
         print(f"| {variant} | {median:,.0f} | {median / base:.2f}x |")
+    if args.input_pipeline:
+        print(f"| input pipeline alone (no model) | {rate:,.0f} | {rate / base:.2f}x |")
 
 
 if __name__ == "__main__":

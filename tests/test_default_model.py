@@ -75,3 +75,22 @@ def test_from_preset_loads_bundled_models_directories_and_architectures(tmp_path
         elmo_tf.ELMo.from_preset(directory)
     with pytest.raises(ValueError, match="'nope' is neither a bundled model"):
         elmo_tf.ELMo.from_preset("nope")
+
+
+def test_shipped_files_stay_small_and_evaluate_alone(tmp_path, capsys):
+    """The bundled model ships its softmax (float16) so that `elmo-tf evaluate` works on the
+    package's files alone, and all of it stays within 20 MB."""
+    import json
+
+    directory = pathlib.Path(model_directory())
+    total = sum(p.stat().st_size for p in directory.iterdir())
+    assert total <= 20 * 10**6, total
+    held_out = tmp_path / "held_out.txt"
+    held_out.write_text(
+        "The Congress passed the bill .\nOur economy is growing again .\n", encoding="utf-8"
+    )
+    assert main(["evaluate", str(directory), str(held_out)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["predictions"] == 12 + 2
+    vocabulary_size = len((directory / "vocab.txt").read_text(encoding="utf-8").splitlines())
+    assert 1.0 < result["perplexity"] < vocabulary_size / 10
