@@ -82,23 +82,6 @@ class _Call:
         return self._alive()
 
 
-def _parse_json(data):
-    """``RestHandler._read_json``'s parse of a body already read (same errors)."""
-    from elmo_tf.serving.errors import invalid_argument
-
-    try:
-        body = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise invalid_argument(f"the body is not valid JSON: {e}") from None
-    except RecursionError:
-        raise invalid_argument("the body's JSON is nested too deeply") from None
-    except ValueError as e:
-        raise invalid_argument(f"the body's JSON has a value out of range: {e}") from None
-    if not isinstance(body, dict):
-        raise invalid_argument("the body must be a JSON object")
-    return body
-
-
 class AiohttpFrontEnd:
     """TF Serving's REST API for a ``ModelServer`` on aiohttp, in a thread of its own.
 
@@ -206,7 +189,7 @@ class AiohttpFrontEnd:
             return transport is not None and not transport.is_closing()
 
         def predict():
-            call = _Call(self, _parse_json(data), alive)
+            call = _Call(self, rest_api.parse_json_body(data), alive)
             return rest_api.RestHandler._predict(call, *_name_version(match))
 
         return await self._run(predict)

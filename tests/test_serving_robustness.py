@@ -7,6 +7,7 @@ every call has a timeout.
 """
 
 import concurrent.futures
+import contextlib
 import json
 import os
 import queue
@@ -360,7 +361,11 @@ def test_batcher_serves_a_small_request_between_chunks_of_large_ones():
         batcher.close()
 
 
-def test_grpc_deadline_passed_in_the_queue_is_not_computed(server, stub, monkeypatch):
+@contextlib.contextmanager
+def _behind_a_running_request(server, stub, monkeypatch):
+    """Holds one gRPC request of the ``default`` signature inside the model (so the next
+    request waits in the queue) while the body runs; yields the ``default`` batcher. On
+    exit releases it and waits until the batcher has dropped one more request."""
     from elmo_tf.serving.model_manager import Servable
 
     entered, release = threading.Event(), threading.Event()
@@ -379,9 +384,7 @@ def test_grpc_deadline_passed_in_the_queue_is_not_computed(server, stub, monkeyp
         try:
             first = pool.submit(stub.Predict, make_request(["runs"]), timeout=TIMEOUT)
             assert entered.wait(TIMEOUT)
-            with pytest.raises(grpc.RpcError) as e:
-                stub.Predict(make_request(["too late"]), timeout=0.5)
-            assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            yield batcher
         finally:
             release.set()
         first.result(TIMEOUT)
@@ -390,49 +393,31 @@ def test_grpc_deadline_passed_in_the_queue_is_not_computed(server, stub, monkeyp
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert batcher.dropped == dropped + 1
+
+
+def test_grpc_deadline_passed_in_the_queue_is_not_computed(server, stub, monkeypatch):
+    with _behind_a_running_request(server, stub, monkeypatch):
+        with pytest.raises(grpc.RpcError) as e:
+            stub.Predict(make_request(["too late"]), timeout=0.5)
+        assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
 
 
 def test_rest_client_gone_while_queued_is_not_computed(server, stub, monkeypatch):
     """A REST client that closes its connection while its request waits in the queue: the
     request is dropped before it is computed (as a cancelled gRPC call)."""
-    from elmo_tf.serving.model_manager import Servable
-
-    entered, release = threading.Event(), threading.Event()
-    run = Servable.run
-
-    def gated_run(self, key, inputs):
-        entered.set()
-        assert release.wait(TIMEOUT)
-        return run(self, key, inputs)
-
-    monkeypatch.setattr(Servable, "run", gated_run)
-    with server.manager.servable() as servable:
-        batcher = servable._batchers["default"]
-        dropped = batcher.dropped
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        try:
-            first = pool.submit(stub.Predict, make_request(["runs"]), timeout=TIMEOUT)
-            assert entered.wait(TIMEOUT)
-            body = json.dumps({"signature_name": "default", "instances": ["gone"]}).encode()
-            head = (
-                "POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n"
-            )
-            with socket.create_connection(("127.0.0.1", server.rest_port), TIMEOUT) as sock:
-                sock.sendall(head.encode() + body)
-                deadline = time.monotonic() + TIMEOUT
-                while batcher.queued_rows == 0:  # the request is queued behind the first
-                    assert time.monotonic() < deadline
-                    time.sleep(0.01)
-            # closed: the client is gone
-        finally:
-            release.set()
-        first.result(TIMEOUT)
-    deadline = time.monotonic() + TIMEOUT
-    while batcher.dropped == dropped:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    assert batcher.dropped == dropped + 1
+    with _behind_a_running_request(server, stub, monkeypatch) as batcher:
+        body = json.dumps({"signature_name": "default", "instances": ["gone"]}).encode()
+        head = (
+            "POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        with socket.create_connection(("127.0.0.1", server.rest_port), TIMEOUT) as sock:
+            sock.sendall(head.encode() + body)
+            deadline = time.monotonic() + TIMEOUT
+            while batcher.queued_rows == 0:  # the request is queued behind the first
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        # closed: the client is gone
     _still_up(stub)
 
 

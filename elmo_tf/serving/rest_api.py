@@ -222,18 +222,7 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
         if length > limit:
             self.close_connection = True  # the body is not read
             raise resource_exhausted(_too_large(length, limit), http_status=413)
-        data = self._read_body(length)
-        try:
-            body = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise invalid_argument(f"the body is not valid JSON: {e}") from None
-        except RecursionError:
-            raise invalid_argument("the body's JSON is nested too deeply") from None
-        except ValueError as e:  # an integer of more than sys.get_int_max_str_digits() digits
-            raise invalid_argument(f"the body's JSON has a value out of range: {e}") from None
-        if not isinstance(body, dict):
-            raise invalid_argument("the body must be a JSON object")
-        return body
+        return parse_json_body(self._read_body(length))
 
     def _read_body(self, length):
         """``length`` bytes of body, within ``timeout`` seconds in all (not per read)."""
@@ -313,6 +302,21 @@ def _close(sock):
         sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked reading it
     except OSError:
         pass
+
+
+def parse_json_body(data):
+    """The JSON object of a request body; ``INVALID_ARGUMENT`` (400) naming what is wrong."""
+    try:
+        body = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise invalid_argument(f"the body is not valid JSON: {e}") from None
+    except RecursionError:
+        raise invalid_argument("the body's JSON is nested too deeply") from None
+    except ValueError as e:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise invalid_argument(f"the body's JSON has a value out of range: {e}") from None
+    if not isinstance(body, dict):
+        raise invalid_argument("the body must be a JSON object")
+    return body
 
 
 def _content_length(headers):
