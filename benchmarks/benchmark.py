@@ -201,13 +201,18 @@ def child_ours(spec):
     log(f"{tag}: loaded in {load_s:.2f}s, RSS {rss_after_load:.0f} MiB")
 
     chunk = spec.get("chunk")
+    # None: the library's default budget; 0: none.
+    budget = spec.get("max_batch_tokens")
+    if budget is None:
+        budget = batching.DEFAULT_MAX_BATCH_TOKENS
+    limits = {"batch_size": batch_size, "max_batch_tokens": budget}
 
     def batches():
         if not chunk:  # one call over the corpus: embed_batches, the path of `elmo-tf embed`
-            yield from model.embed_batches(sentences, batch_size=batch_size)
+            yield from model.embed_batches(sentences, **limits)
             return
         for start in range(0, len(sentences), chunk):  # a user calling embed per chunk
-            outputs = model.embed(sentences[start : start + chunk], batch_size=batch_size)
+            outputs = model.embed(sentences[start : start + chunk], **limits)
             yield range(start, start + len(outputs["sequence_len"])), outputs
 
     def one_pass():
@@ -245,7 +250,7 @@ def child_ours(spec):
     lengths = [len(s) for s in sentences]
     padded = sum(
         len(idx) * (max(lengths[i] for i in idx) + 2)
-        for idx in batching.length_batches(lengths, batch_size)
+        for idx in batching.length_batches(lengths, batch_size, budget)
     )
     import tensorflow as tf
 
@@ -253,6 +258,7 @@ def child_ours(spec):
         "n_sentences": len(sentences),
         "n_tokens": n_tokens,
         "padded_positions": padded,
+        "max_batch_tokens": budget,
         "import_s": round(import_s, 3),
         "load_s": round(load_s, 3),
         "warmup_s": round(warmup_s, 3),
@@ -492,6 +498,11 @@ def parse_args(argv):
         help="take the peer's rows from an earlier report on the same workload and machine "
         "instead of running it again (the report says so)",
     )
+    ap.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        help="elmo-tf's padded tokens per batch (default: embed's default; 0: no budget)",
+    )
     ap.add_argument("--timeout", type=float, default=0, help="per child, seconds (0 = none)")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "benchmark.json"))
     ap.add_argument("--quick", action="store_true", help="small only, 200 sentences, 1 repeat")
@@ -506,6 +517,8 @@ def parse_args(argv):
         ap.error(f"--batch-sizes: expected a comma list of integers, got {args.batch_sizes!r}")
     if not args.batch_sizes or min(args.batch_sizes) < 1:
         ap.error("--batch-sizes: expected positive integers")
+    if args.max_batch_tokens is not None and args.max_batch_tokens < 0:
+        ap.error("--max-batch-tokens: expected a non-negative integer (0: no budget)")
     args.repeats = args.repeats or (1 if args.quick else 3)
     args.n = args.n or (200 if args.quick else 2000)
     if args.peer_warmup_sentences is None:
@@ -560,6 +573,7 @@ def main(argv=None):
             spec = {
                 "shape": shape,
                 "batch_size": b,
+                "max_batch_tokens": args.max_batch_tokens,
                 "repeats": args.repeats,
                 "sentences": sentences_file,
                 **files,

@@ -49,7 +49,7 @@ def lstm_flops(config):
     return directions * 2 * p * 4 * d, directions * (2 * p * 4 * d + 2 * d * p)
 
 
-def profile(model, sentences, batch_size):
+def profile(model, sentences, batch_size, max_batch_tokens):
     embedder = model.embedder
     model.token_cache.clear()
     cache = embedder.shared_cache()
@@ -66,7 +66,8 @@ def profile(model, sentences, batch_size):
 
     embedder.encode = timed_encode
     try:
-        for indices in batching.length_batches([len(s) for s in sentences], batch_size):
+        lengths = [len(s) for s in sentences]
+        for indices in batching.length_batches(lengths, batch_size, max_batch_tokens):
             batch = [sentences[i] for i in indices]
             t = time.perf_counter()
             encoder_before = totals["encoder"]
@@ -93,7 +94,15 @@ def main():
     ap.add_argument("--sentences", required=True, help="one whitespace-tokenised sentence per line")
     ap.add_argument("--batch-size", type=int, action="append", help="repeatable (default 64)")
     ap.add_argument("--repeats", type=int, default=3, help="passes; the median is reported")
+    ap.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        default=batching.DEFAULT_MAX_BATCH_TOKENS,
+        help="padded tokens per batch, as embed's budget (default %(default)s; 0: none)",
+    )
     args = ap.parse_args()
+    if args.max_batch_tokens < 0:
+        ap.error("--max-batch-tokens: expected a non-negative integer (0: no budget)")
     sentences = [line.split() for line in open(args.sentences, encoding="utf-8")]
     sentences = [s for s in sentences if s]
     n_tokens = sum(map(len, sentences))
@@ -108,8 +117,9 @@ def main():
     print("| batch | tokens/s | host | encoder | biLSTM | copies | biLSTM GFLOP/s | % of matmul |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for batch_size in args.batch_size or [64]:
-        profile(model, sentences, batch_size)  # warm-up: traces, allocator
-        runs = [profile(model, sentences, batch_size) for _ in range(args.repeats)]
+        budget = args.max_batch_tokens
+        profile(model, sentences, batch_size, budget)  # warm-up: traces, allocator
+        runs = [profile(model, sentences, batch_size, budget) for _ in range(args.repeats)]
         totals = {k: statistics.median(r[0][k] for r in runs) for k in runs[0][0]}
         positions, real = runs[0][1], runs[0][2]
         total = sum(totals.values())

@@ -2,14 +2,52 @@
 
 import numpy as np
 
+# Padded tokens per batch (rows x its longest sentence) that ``ELMo.embed`` and ``elmo-tf
+# embed`` allow by default: 64 x 48. Every tensor of a batch is (B, T + 2, ...) and the largest,
+# the input half of each LSTM gate for all steps (``run_directions``), takes 4D float32 per
+# framed position and direction (64 KiB for the published D = 4096), so a batch's memory follows
+# B x T, not B. Sentences of up to 48 tokens (98% of the README's benchmark corpus,
+# ``make_corpus.py --n 1000 --seed 7``: mean 22, 95th percentile 44, max 119) still fill embed's
+# default 64 rows; only the long tail gets fewer (its longest batch: 25 rows of <= 119 tokens).
+DEFAULT_MAX_BATCH_TOKENS = 64 * 48
 
-def length_batches(lengths, batch_size):
-    """Splits sentence indices into batches of at most ``batch_size``, sorted by length.
 
-    Sorting keeps padding small; the longest batches come first so that memory peaks early.
-    Returns a list of int arrays of indices into ``lengths``.
+def check_max_batch_tokens(max_batch_tokens):
+    """Raises ``ValueError`` unless ``max_batch_tokens`` is ``None`` or an integer >= 0."""
+    if max_batch_tokens is None:
+        return
+    if (
+        isinstance(max_batch_tokens, bool)
+        or not isinstance(max_batch_tokens, int | np.integer)
+        or max_batch_tokens < 0
+    ):
+        raise ValueError(
+            "max_batch_tokens must be None or a non-negative integer (0 or None: no budget), "
+            f"got {max_batch_tokens!r}"
+        )
+
+
+def length_batches(lengths, batch_size, max_batch_tokens=None):
+    """Splits sentence indices into batches sorted by length, longest first.
+
+    Each batch holds at most ``batch_size`` sentences and, with ``max_batch_tokens``, at most
+    ``max_batch_tokens // longest`` of them (``longest``: the batch's longest sentence, in
+    tokens), so that rows x longest stays within the budget; a sentence longer than the budget
+    gets a batch of its own. ``None`` or 0: no budget. Sorting keeps padding small; the longest
+    batches come first so that memory peaks early. Returns a list of int arrays of indices
+    into ``lengths``.
     """
     if not isinstance(batch_size, int | np.integer) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    check_max_batch_tokens(max_batch_tokens)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    if not max_batch_tokens:
+        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    batches, start = [], 0
+    while start < len(order):
+        longest = max(int(lengths[order[start]]), 1)  # the batch's first row is its longest
+        rows = min(batch_size, max(1, max_batch_tokens // longest))
+        batches.append(order[start : start + rows])
+        start += rows
+    return batches

@@ -107,13 +107,27 @@ class Embedder:
             table[1:] = np.stack(self._token_vectors(list(rows), cache))
         return table[index], lengths
 
-    def run(self, sentences, batch_size, initial_state=None, token_cache_size=None):
-        """Yields ``(indices, outputs)`` per length-sorted batch; see ``ELMo.embed_batches``."""
+    def run(
+        self,
+        sentences,
+        batch_size,
+        initial_state=None,
+        token_cache_size=None,
+        max_batch_tokens=batching.DEFAULT_MAX_BATCH_TOKENS,
+    ):
+        """Yields ``(indices, outputs)`` per length-sorted batch; see ``ELMo.embed_batches``.
+
+        Batches come from ``batching.length_batches``: at most ``batch_size`` rows and at most
+        ``max_batch_tokens`` padded tokens (``None`` or 0: no budget). The compiled functions
+        take any batch shape, so the budget's smaller batches do not re-trace.
+        """
+        lengths = [len(s) for s in sentences]
+        batches = batching.length_batches(lengths, batch_size, max_batch_tokens)
         if token_cache_size is None:
             cache = self.shared_cache()
         else:  # a private cache for this call only (0: none)
             cache = TokenVectorCache(token_cache_size, max_bytes=None)
-        for indices in batching.length_batches([len(s) for s in sentences], batch_size):
+        for indices in batches:
             batch = [sentences[i] for i in indices]
             embeddings, lengths = self._framed_embeddings(batch, cache)
             if initial_state is None:

@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 from elmo_tf import files
+from elmo_tf.batching import DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.characters import split_tokens
 from elmo_tf.errors import InputFileError, OutputFileError
 
@@ -79,7 +80,15 @@ def select_layers(layers, which):
     raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {which!r}")
 
 
-def write_embeddings(model, sentences, path, layers="all", batch_size=64, on_batch=None):
+def write_embeddings(
+    model,
+    sentences,
+    path,
+    layers="all",
+    batch_size=64,
+    on_batch=None,
+    max_batch_tokens=DEFAULT_MAX_BATCH_TOKENS,
+):
     """Embeds ``sentences`` (token lists) with ``model`` and writes them to the HDF5 ``path``.
 
     Args:
@@ -89,6 +98,7 @@ def write_embeddings(model, sentences, path, layers="all", batch_size=64, on_bat
         layers: ``"all"``, ``"top"`` or ``"average"`` (see the module docstring).
         batch_size: sentences per model call.
         on_batch: called as ``on_batch(n_sentences, n_tokens)`` after each batch is written.
+        max_batch_tokens: padded tokens per model call at most (``ELMo.embed_batches``).
 
     Raises ``OutputFileError`` when the file cannot be written (disk full, a file size limit):
     the partial file is removed and a previous file of that name is left untouched.
@@ -101,7 +111,16 @@ def write_embeddings(model, sentences, path, layers="all", batch_size=64, on_bat
     # in ObjectID.__dealloc__"); the OutputFileError below says it all, once.
     sys.unraisablehook = functools.partial(_quiet_h5py_dealloc, previous_hook)
     try:
-        _write(model, sentences, os.fspath(path), layers, batch_size, on_batch, n_lstm_layers)
+        _write(
+            model,
+            sentences,
+            os.fspath(path),
+            layers,
+            batch_size,
+            max_batch_tokens,
+            on_batch,
+            n_lstm_layers,
+        )
     except (OSError, RuntimeError) as e:  # h5py: disk full, a file size limit, an I/O error
         if isinstance(e, OutputFileError):
             raise
@@ -119,11 +138,12 @@ def _quiet_h5py_dealloc(previous_hook, unraisable):
         previous_hook(unraisable)
 
 
-def _write(model, sentences, path, layers, batch_size, on_batch, n_lstm_layers):
+def _write(model, sentences, path, layers, batch_size, max_batch_tokens, on_batch, n_lstm_layers):
     import h5py
 
     with files.atomic_path(path) as tmp, h5py.File(tmp, "x") as out:
-        for indices, outputs in model.embed_batches(sentences, batch_size):
+        batches = model.embed_batches(sentences, batch_size, max_batch_tokens=max_batch_tokens)
+        for indices, outputs in batches:
             stack = layer_stack(outputs, n_lstm_layers)  # (L + 1, B, T, 2P)
             lengths = outputs["sequence_len"]
             for row, index in enumerate(indices):

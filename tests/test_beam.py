@@ -231,9 +231,14 @@ def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, emb
     """Under KeyedModelHandler, each key gets its sentence's outputs of ``model.embed``."""
     options, weights = tiny_files
     if signature is None:
-        handler = ElmoModelHandler(options_file=options, weight_file=weights, inner_batch_size=2)
+        # A budget of 4 padded tokens: [9] and [4] alone, then [2, 0] (inner_batch_size 2).
+        handler = ElmoModelHandler(
+            options_file=options, weight_file=weights, inner_batch_size=2, max_batch_tokens=4
+        )
     else:
-        handler = ElmoSavedModelHandler(saved_model_dir, signature=signature, inner_batch_size=2)
+        handler = ElmoSavedModelHandler(
+            saved_model_dir, signature=signature, inner_batch_size=2, max_batch_tokens=4
+        )
     results = keyed_run(handler)
     assert [key for key, _ in results] == [f"key{i}" for i in range(len(SENTENCES))]
     for i, (_, prediction) in enumerate(results):
@@ -271,6 +276,10 @@ def test_handler_argument_errors(tmp_path):
         ElmoModelHandler("sotu", layers="middle")
     with pytest.raises(ValueError, match="signature"):
         ElmoSavedModelHandler(tmp_path, signature="char_ids")
+    with pytest.raises(ValueError, match="max_batch_tokens"):
+        ElmoModelHandler("sotu", max_batch_tokens=-1)
+    with pytest.raises(ValueError, match="max_batch_tokens"):
+        ElmoSavedModelHandler(tmp_path, max_batch_tokens=-1)
     from elmo_tf.errors import ExportError
 
     with pytest.raises(ExportError, match="export saved-model"):
@@ -337,6 +346,7 @@ def test_gzip_input_is_decompressed(tmp_path):
         (["--model", "small"], "without bundled weights"),
         (["--saved-model", "/nonexistent"], "no saved_model.pb"),
         (["--max-tokens-per-line", "0"], "--max-tokens-per-line must be at least 1"),
+        (["--max-batch-tokens", "0"], "--max-batch-tokens must be at least 1"),
     ],
 )
 def test_user_errors_exit_1_before_the_job(argv, message, corpus, tmp_path, capsys):

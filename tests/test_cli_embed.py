@@ -1,5 +1,6 @@
 """``elmo-tf embed``, run in-process through ``elmo_tf.cli.main.main`` on the tiny model."""
 
+import argparse
 import json
 import os
 import runpy
@@ -141,6 +142,8 @@ def test_invalid_utf8_names_file_and_line(tmp_path, tiny_files, capsys):
         ("missing_input", "nope.txt: input file not found"),
         ("missing_output_dir", "does not exist"),
         ("batch_size_zero", "--batch-size must be at least 1, got 0"),
+        ("max_batch_tokens_zero", "--max-batch-tokens must be at least 1, got 0"),
+        ("max_batch_tokens_negative", "--max-batch-tokens must be at least 1, got -5"),
         ("no_model", "model is missing (elmo-tf was installed without its package data"),
         ("options_only", "--options was given without --weights"),
     ],
@@ -159,12 +162,43 @@ def test_user_errors_exit_1_with_one_line(
         "missing_input": [str(tmp_path / "nope.txt"), output, *model],
         "missing_output_dir": [source, str(tmp_path / "no" / "o.hdf5"), *model],
         "batch_size_zero": [source, output, *model, "--batch-size", "0"],
+        "max_batch_tokens_zero": [source, output, *model, "--max-batch-tokens", "0"],
+        "max_batch_tokens_negative": [source, output, *model, "--max-batch-tokens=-5"],
         "no_model": [source, output],
         "options_only": [source, output, "--options", options],
     }[case]
     assert main(["embed", *argv]) == 1
     assert fragment in error_line(capsys)
     assert os.listdir(tmp_path) == []
+
+
+def test_max_batch_tokens_reaches_the_batches(
+    tmp_path, input_file, tiny_files, expected, monkeypatch
+):
+    real = elmo_tf.ELMo.embed_batches
+    seen = []
+
+    def recorded(self, *args, **kwargs):
+        for indices, outputs in real(self, *args, **kwargs):
+            seen.append((len(indices), outputs["sequence_len"].max(initial=0)))
+            yield indices, outputs
+
+    monkeypatch.setattr(elmo_tf.ELMo, "embed_batches", recorded)
+    options, weights = tiny_files
+    output = tmp_path / "o.hdf5"
+    argv = ["embed", str(input_file), str(output), "--options", str(options)]
+    argv += ["--weights", str(weights), "--batch-size", "3", "--max-batch-tokens", "8"]
+    assert main(argv) == 0
+    assert seen == [(1, 7), (2, 4)]  # 7 tokens alone, then 4 and 0 (by default all 3 at once)
+    with h5py.File(output, "r") as f:
+        for i in range(len(SENTENCES)):
+            assert_reordered(f[str(i)][...], expected_layers(expected, i))
+
+
+def test_default_max_batch_tokens(input_file, tmp_path):
+    parser = embed.add_parser(argparse.ArgumentParser().add_subparsers())
+    args = parser.parse_args([str(input_file), str(tmp_path / "o.hdf5")])
+    assert args.max_batch_tokens == elmo_tf.batching.DEFAULT_MAX_BATCH_TOKENS
 
 
 def test_interrupted_run_leaves_no_file(tmp_path, input_file, tiny_files, capsys, monkeypatch):

@@ -8,6 +8,7 @@ from layer_checks import MIXED_POLICIES, skip_if_onednn_isa_capped
 from numerics import assert_half_precision, assert_reordered, assert_same
 
 import elmo_tf
+from elmo_tf import batching
 
 pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
 
@@ -196,6 +197,105 @@ def test_bad_state_is_named(tiny_model):
         tiny_model.embed(SENTENCES, batch_size=0)
     with pytest.raises(TypeError, match="list of tokens"):
         tiny_model.embed(["one string per sentence"])
+
+
+# Lengths 20, 12, 9, 7, 5, 5, 3, 2, 1, 1, 0: with batch_size=4 and a budget of 16 padded tokens
+# the batches are [20] (over budget, alone), [12], [9], [7, 5], [5, 3, 2], [1, 1, 0].
+LONG_SENTENCES = [
+    *SENTENCES,
+    [f"w{i}" for i in range(20)],
+    ["b"] * 7,
+    ["c", "d"],
+    ["Zürich", "and", "the", "lake", "."],
+    ["Hi"],
+    ["The", "fox", "again", "and", "again", "and", "again", ".", "!"],
+]
+
+
+def _check_batches(batches, lengths, batch_size, max_batch_tokens):
+    """Every sentence once, longest first; each batch within both limits."""
+    lengths = np.asarray(lengths)
+    assert sorted(np.concatenate([[], *batches]).astype(int).tolist()) == list(range(len(lengths)))
+    for before, after in zip(batches, batches[1:]):
+        assert lengths[before].min() >= lengths[after].max()
+    for indices in batches:
+        rows, longest = len(indices), int(lengths[indices].max())
+        assert 1 <= rows <= batch_size
+        if max_batch_tokens:
+            assert rows * longest <= max_batch_tokens or rows == 1, (rows, longest)
+
+
+@pytest.mark.parametrize("batch_size, max_batch_tokens", [(4, 16), (64, 3072), (3, 1), (5, None)])
+def test_token_budget_batches_respect_both_limits(batch_size, max_batch_tokens):
+    lengths = np.random.default_rng(0).integers(0, 130, size=500).tolist() + [0, 0, 400]
+    batches = batching.length_batches(lengths, batch_size, max_batch_tokens)
+    _check_batches(batches, lengths, batch_size, max_batch_tokens)
+    if max_batch_tokens:  # rows are only cut where the budget demands it
+        for indices in batches[:-1]:
+            longest = max(int(np.max(np.asarray(lengths)[indices])), 1)
+            assert len(indices) == min(batch_size, max(1, max_batch_tokens // longest))
+
+
+def test_token_budget_keeps_short_batches_full_and_can_be_turned_off():
+    lengths = [3, 48, 48, 20, 1, 0, 47] * 30
+    unbudgeted = batching.length_batches(lengths, 64)
+    for budget in (None, 0, 64 * 48, batching.DEFAULT_MAX_BATCH_TOKENS):
+        batches = batching.length_batches(lengths, 64, budget)
+        assert [b.tolist() for b in batches] == [b.tolist() for b in unbudgeted]
+    assert [len(b) for b in batching.length_batches(lengths, 64, 64 * 47)][:2] == [62, 64]
+    for bad in (-1, 1.5, "100", True):
+        with pytest.raises(ValueError, match="max_batch_tokens must be None or a non-negative"):
+            batching.length_batches(lengths, 64, bad)
+
+
+def test_token_budget_changes_nothing_and_does_not_retrace(tiny_files):
+    model = elmo_tf.load_pretrained(*tiny_files)
+    lengths = [len(s) for s in LONG_SENTENCES]
+    seen = [indices for indices, _ in model.embed_batches(LONG_SENTENCES, 4, max_batch_tokens=16)]
+    _check_batches(seen, lengths, 4, 16)
+    assert [len(indices) for indices in seen] == [1, 1, 1, 2, 3, 3]
+    budgeted = model.embed(LONG_SENTENCES, batch_size=4, max_batch_tokens=16)
+    assert_same(budgeted["sequence_len"], np.array(lengths, np.int32))
+    for tiny_budget in (1, 5):  # every batch a single sentence; a mix
+        other = model.embed(LONG_SENTENCES, batch_size=4, max_batch_tokens=tiny_budget)
+        for key, value in budgeted.items():
+            assert_reordered(other[key], value, err_msg=key)
+    for no_budget in (None, 0):
+        plain = model.embed(LONG_SENTENCES, batch_size=4, max_batch_tokens=no_budget)
+        for key, value in budgeted.items():
+            assert plain[key].shape == value.shape, key
+            assert_reordered(plain[key], value, err_msg=key)
+    assert model.embedder.contextualize.experimental_get_tracing_count() == 1
+    with pytest.raises(ValueError, match="max_batch_tokens"):
+        model.embed(LONG_SENTENCES, max_batch_tokens=-3)
+
+
+def test_token_budget_with_explicit_state(tiny_model):
+    _, state = tiny_model.embed(LONG_SENTENCES[::-1], return_state=True)  # a non-zero state
+    results = [
+        tiny_model.embed(
+            LONG_SENTENCES,
+            batch_size=4,
+            initial_state=state,
+            return_state=True,
+            max_batch_tokens=budget,
+        )
+        for budget in (None, 16, 1)
+    ]
+    (plain, plain_state), budgeted = results[0], results[1:]
+    assert np.abs(plain["elmo"] - tiny_model.embed(LONG_SENTENCES)["elmo"]).max() > 1e-3
+    for out, out_state in budgeted:
+        for key, value in plain.items():
+            assert_reordered(out[key], value, err_msg=key)
+        assert_reordered(out_state.cell, plain_state.cell)
+        assert_reordered(out_state.hidden, plain_state.hidden)
+    # return_state alone (a zero initial state) splits the rows the same way
+    _, fresh = tiny_model.embed(LONG_SENTENCES, batch_size=4, return_state=True)
+    _, fresh_budgeted = tiny_model.embed(
+        LONG_SENTENCES, batch_size=4, return_state=True, max_batch_tokens=1
+    )
+    assert_reordered(fresh_budgeted.hidden, fresh.hidden)
+    assert_reordered(fresh_budgeted.cell, fresh.cell)
 
 
 def test_several_scalar_mixes_and_layer_norm(tiny_files):

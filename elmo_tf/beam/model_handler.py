@@ -21,7 +21,9 @@ Batching: ``embed_batches`` sorts a batch by length and caches each distinct tok
 context-free vector for the rest of the call, so both work better the more sentences one call
 sees; Beam's ``BatchElements`` therefore gets ``min_batch_size``/``max_batch_size`` of
 ``DEFAULT_MIN_BATCH_SIZE``/``DEFAULT_MAX_BATCH_SIZE`` and the model runs ``inner_batch_size``
-sentences at a time inside it (``embed``'s ``batch_size``).
+sentences at a time inside it (``embed``'s ``batch_size``), with at most ``max_batch_tokens``
+padded tokens per call (``embed``'s budget, ``elmo_tf.batching.DEFAULT_MAX_BATCH_TOKENS`` by
+default), so that a call's memory stays bounded when a Beam batch holds long sentences.
 
 >>> from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 >>> handler = KeyedModelHandler(ElmoModelHandler("sotu", layers="average"))
@@ -35,6 +37,7 @@ import tempfile
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
+from elmo_tf.batching import DEFAULT_MAX_BATCH_TOKENS, check_max_batch_tokens
 from elmo_tf.embedding_file import LAYER_CHOICES, layer_stack, select_layers
 
 # Sentences per Beam batch. One handler on 2,000 State of the Union sentences, bundled sotu
@@ -65,6 +68,8 @@ class ElmoModelHandler(ModelHandler):
         layers: ``None`` for the dict of outputs, or ``"all"``, ``"top"``, ``"average"``
             for one array per sentence (see the module docstring).
         inner_batch_size: sentences per model call inside a Beam batch.
+        max_batch_tokens: padded tokens (rows x longest sentence) per model call at most;
+            ``None`` or 0: no budget (see ``ELMo.embed_batches``).
         token_cache_size: see ``ELMo.embed_batches``.
         min_batch_size, max_batch_size: Beam's batch bounds (sentences).
         **kwargs: further ``ModelHandler`` arguments (``max_batch_duration_secs`` for
@@ -79,6 +84,7 @@ class ElmoModelHandler(ModelHandler):
         weight_file=None,
         layers=None,
         inner_batch_size=DEFAULT_INNER_BATCH_SIZE,
+        max_batch_tokens=DEFAULT_MAX_BATCH_TOKENS,
         token_cache_size=None,
         min_batch_size=DEFAULT_MIN_BATCH_SIZE,
         max_batch_size=DEFAULT_MAX_BATCH_SIZE,
@@ -91,12 +97,14 @@ class ElmoModelHandler(ModelHandler):
         check_layers(layers)
         if inner_batch_size < 1:
             raise ValueError(f"inner_batch_size must be at least 1, got {inner_batch_size}")
+        check_max_batch_tokens(max_batch_tokens)
         super().__init__(min_batch_size=min_batch_size, max_batch_size=max_batch_size, **kwargs)
         self.model = "default" if model is None and options_file is None else model
         self.options_file = None if options_file is None else os.fspath(options_file)
         self.weight_file = None if weight_file is None else os.fspath(weight_file)
         self.layers = layers
         self.inner_batch_size = inner_batch_size
+        self.max_batch_tokens = max_batch_tokens
         self.token_cache_size = token_cache_size
 
     def load_model(self):
@@ -117,7 +125,10 @@ class ElmoModelHandler(ModelHandler):
         n_lstm_layers = model.config.n_lstm_layers
         results = [None] * len(sentences)
         for indices, outputs in model.embed_batches(
-            sentences, self.inner_batch_size, token_cache_size=self.token_cache_size
+            sentences,
+            self.inner_batch_size,
+            token_cache_size=self.token_cache_size,
+            max_batch_tokens=self.max_batch_tokens,
         ):
             for row, vectors in zip(indices, split_rows(outputs, n_lstm_layers, self.layers)):
                 results[row] = PredictionResult(batch[row], vectors)

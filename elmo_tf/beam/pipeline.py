@@ -44,6 +44,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from elmo_tf.batching import DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.beam import records
 from elmo_tf.beam.model_handler import (
     DEFAULT_INNER_BATCH_SIZE,
@@ -295,6 +296,14 @@ def build_parser(prog="python -m elmo_tf.beam"):
         metavar="N",
         help=f"sentences per model call (default {DEFAULT_INNER_BATCH_SIZE})",
     )
+    parser.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        default=DEFAULT_MAX_BATCH_TOKENS,
+        metavar="N",
+        help="padded tokens per model call, rows x its longest sentence "
+        f"(default {DEFAULT_MAX_BATCH_TOKENS})",
+    )
     return parser
 
 
@@ -305,10 +314,12 @@ def model_handler(args):
     batching = {
         "layers": args.layers,
         "inner_batch_size": args.inner_batch_size,
+        "max_batch_tokens": args.max_batch_tokens,
         "min_batch_size": args.min_batch_size,
         "max_batch_size": args.max_batch_size,
     }
-    for name in ("max_tokens_per_line", "min_batch_size", "max_batch_size", "inner_batch_size"):
+    positive = ("min_batch_size", "max_batch_size", "inner_batch_size", "max_batch_tokens")
+    for name in ("max_tokens_per_line", *positive):
         if getattr(args, name) < 1:
             flag = "--" + name.replace("_", "-")
             raise BeamCommandError(f"{flag} must be at least 1, got {getattr(args, name)}")

@@ -11,7 +11,8 @@ process, without ``tensorflow_hub``, and one of its signatures (the contract is 
   ``str.split`` hold no whitespace, so the graph sees the same tokens).
 
 Examples, predictions and batching are those of ``ElmoModelHandler`` (``layers`` likewise):
-a Beam batch is sorted by length and run ``inner_batch_size`` sentences at a time. The graph
+a Beam batch is sorted by length and run ``inner_batch_size`` sentences (and at most
+``max_batch_tokens`` padded tokens) at a time. The graph
 has no token cache (each call runs the character CNN on every token), so it is slower than
 the Keras handler on a CPU; the numbers are the same up to float32 summation order.
 """
@@ -41,8 +42,8 @@ class ElmoSavedModelHandler(ModelHandler):
             numbered versions (the highest is loaded); any path ``tf.saved_model.load``
             reads (local, ``gs://``).
         signature: ``"tokens"`` or ``"default"``.
-        layers, inner_batch_size, min_batch_size, max_batch_size, **kwargs: as for
-            ``ElmoModelHandler``.
+        layers, inner_batch_size, max_batch_tokens, min_batch_size, max_batch_size, **kwargs:
+            as for ``ElmoModelHandler``.
     """
 
     def __init__(
@@ -52,6 +53,7 @@ class ElmoSavedModelHandler(ModelHandler):
         signature="tokens",
         layers=None,
         inner_batch_size=DEFAULT_INNER_BATCH_SIZE,
+        max_batch_tokens=batching.DEFAULT_MAX_BATCH_TOKENS,
         min_batch_size=DEFAULT_MIN_BATCH_SIZE,
         max_batch_size=DEFAULT_MAX_BATCH_SIZE,
         **kwargs,
@@ -61,11 +63,13 @@ class ElmoSavedModelHandler(ModelHandler):
         check_layers(layers)
         if inner_batch_size < 1:
             raise ValueError(f"inner_batch_size must be at least 1, got {inner_batch_size}")
+        batching.check_max_batch_tokens(max_batch_tokens)
         super().__init__(min_batch_size=min_batch_size, max_batch_size=max_batch_size, **kwargs)
         self.saved_model_dir = os.fspath(saved_model_dir)
         self.signature = signature
         self.layers = layers
         self.inner_batch_size = inner_batch_size
+        self.max_batch_tokens = max_batch_tokens
 
     def load_model(self):
         import tensorflow as tf
@@ -86,7 +90,10 @@ class ElmoSavedModelHandler(ModelHandler):
 
         sentences = [list(tokens) for tokens in batch]
         results = [None] * len(sentences)
-        for indices in batching.length_batches([len(s) for s in sentences], self.inner_batch_size):
+        batches = batching.length_batches(
+            [len(s) for s in sentences], self.inner_batch_size, self.max_batch_tokens
+        )
+        for indices in batches:
             rows = [sentences[i] for i in indices]
             lengths = np.array([len(s) for s in rows], np.int32)
             if self.signature == "default":

@@ -6,6 +6,7 @@ The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write ar
 
 import os
 
+from elmo_tf.batching import DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.cli.common import CommandError, Progress, load_model
 from elmo_tf.embedding_file import (
     DEFAULT_MAX_TOKENS_PER_LINE,
@@ -59,6 +60,15 @@ def add_parser(subparsers):
         "--batch-size", type=int, default=64, metavar="N", help="sentences per batch (default 64)"
     )
     parser.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        default=DEFAULT_MAX_BATCH_TOKENS,
+        metavar="N",
+        help="padded tokens per batch, rows x its longest line (default "
+        f"{DEFAULT_MAX_BATCH_TOKENS:,}): batches of long lines get fewer rows, bounding memory; "
+        "a line longer than N runs alone",
+    )
+    parser.add_argument(
         "--max-tokens-per-line",
         type=int,
         default=DEFAULT_MAX_TOKENS_PER_LINE,
@@ -73,6 +83,8 @@ def run(args):
     # Every check that needs no model runs first: loading the model is the slow part.
     if args.batch_size < 1:
         raise CommandError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.max_batch_tokens < 1:
+        raise CommandError(f"--max-batch-tokens must be at least 1, got {args.max_batch_tokens}")
     if args.max_tokens_per_line < 1:
         raise CommandError(
             f"--max-tokens-per-line must be at least 1, got {args.max_tokens_per_line}"
@@ -90,6 +102,7 @@ def run(args):
             args.output_format,
             args.batch_size,
             on_batch=lambda n, tokens: progress.update(n, tokens=tokens),
+            max_batch_tokens=args.max_batch_tokens,
         )
     except BaseException:
         progress.abort()

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from elmo_tf import characters
+from elmo_tf import batching, characters
 from elmo_tf.config import ElmoConfig
 from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
 
@@ -336,20 +336,33 @@ class ELMo(keras.Model):
         ``misses``, ``len()``, ``nbytes``, ``clear()``, ``resize(max_tokens, max_bytes)``."""
         return self.embedder.token_cache
 
-    def embed_batches(self, sentences, batch_size=64, initial_state=None, token_cache_size=None):
+    def embed_batches(
+        self,
+        sentences,
+        batch_size=64,
+        initial_state=None,
+        token_cache_size=None,
+        max_batch_tokens=batching.DEFAULT_MAX_BATCH_TOKENS,
+    ):
         """Embeds sentences batch by batch, in groups of similar length (longest first).
 
         Yields ``(indices, outputs)`` per batch: the positions of the batch's sentences in
         ``sentences`` and the model's outputs for them as numpy arrays (padded to the batch's
-        longest sentence). With ``initial_state`` (an ``LSTMState`` with one row per
-        sentence) each batch starts from its rows' states and ``outputs["state"]`` holds them
-        after each sentence. The context-free vector of each distinct token is computed once
-        and kept in the model's ``token_cache`` across calls (bounded, thread-safe, emptied
-        when the character encoder's weights change; ``elmo_tf.token_cache``);
-        ``token_cache_size=N`` uses a private cache of N tokens for this call instead, 0 none.
+        longest sentence). A batch holds at most ``batch_size`` sentences and at most
+        ``max_batch_tokens`` padded tokens (its rows times its longest sentence; default
+        ``elmo_tf.batching.DEFAULT_MAX_BATCH_TOKENS``, 64 x 48), so batches of long sentences
+        have fewer rows and a batch's memory stays bounded; a sentence longer than the budget
+        runs alone; ``None`` or 0: no budget. With ``initial_state`` (an ``LSTMState`` with one
+        row per sentence) each batch starts from its rows' states and ``outputs["state"]``
+        holds them after each sentence. The context-free vector of each distinct token is
+        computed once and kept in the model's ``token_cache`` across calls (bounded,
+        thread-safe, emptied when the character encoder's weights change;
+        ``elmo_tf.token_cache``); ``token_cache_size=N`` uses a private cache of N tokens for
+        this call instead, 0 none.
         Compiled once; new batch shapes do not re-trace.
         """
         sentences = [characters._as_token_list(s, i) for i, s in enumerate(sentences)]
+        batching.check_max_batch_tokens(max_batch_tokens)
         if initial_state is not None:
             initial_state = LSTMState(*(np.asarray(s, np.float32) for s in initial_state))
             expected = self.zero_state(len(sentences))
@@ -359,7 +372,9 @@ class ELMo(keras.Model):
                         f"initial_state.{name} has shape {given.shape}; expected {want.shape} "
                         f"for {len(sentences)} sentences"
                     )
-        yield from self.embedder.run(sentences, batch_size, initial_state, token_cache_size)
+        yield from self.embedder.run(
+            sentences, batch_size, initial_state, token_cache_size, max_batch_tokens
+        )
 
     def embed(
         self,
@@ -368,16 +383,19 @@ class ELMo(keras.Model):
         initial_state=None,
         return_state=False,
         token_cache_size=None,
+        max_batch_tokens=batching.DEFAULT_MAX_BATCH_TOKENS,
     ):
         """Embeds tokenised sentences; returns numpy arrays in the order given.
 
         Args:
             sentences: a list of sentences, each a list of string tokens.
-            batch_size: sentences per model call.
+            batch_size: sentences per model call (at most).
             initial_state: optional ``LSTMState`` with one row per sentence (bilm-tf's
                 stateful use: pass the ``state`` returned for the previous batch).
             return_state: also return each row's ``LSTMState`` after its last token.
             token_cache_size: see :meth:`embed_batches`.
+            max_batch_tokens: padded tokens per model call (rows x longest sentence) at
+                most, so long sentences run in smaller batches; see :meth:`embed_batches`.
 
         Returns:
             A dict with the keys and meaning of :meth:`call`'s outputs (the table in
@@ -396,7 +414,7 @@ class ELMo(keras.Model):
             initial_state = self.zero_state(n)
         state = None if initial_state is None else self.zero_state(n)
         for indices, outputs in self.embed_batches(
-            sentences, batch_size, initial_state, token_cache_size
+            sentences, batch_size, initial_state, token_cache_size, max_batch_tokens
         ):
             for key, array in result.items():
                 if key == "sequence_len":
