@@ -30,6 +30,13 @@ make_corpus.py), it measures:
   4. ratios ours/peer, and the useful FLOP rate: real tokens/s times the model's analytic
      FLOPs per real token, as a fraction of the measured matmul rate.
 
+Threads (--threads): "elmo-tf" (default) runs both sides with the pools that
+``elmo_tf.configure_threads()`` and ``elmo-tf embed`` set (two inter-op threads, each op on half
+the cores; elmo-tf's children call it, the peer's get TF_NUM_INTRAOP_THREADS and
+TF_NUM_INTEROP_THREADS, which its TF1 session reads: the bilm-tf graph gains from them too);
+"tf-default" leaves TensorFlow's defaults to both. The matmul rate is always measured with
+TensorFlow's defaults (each matmul on every core, the machine's ceiling).
+
 tokens/s counts real tokens (no <S>/</S>, no padding); the table gives the median over the
 repeats with the min-max range. Progress goes to stderr, the markdown table to stdout and
 everything to --json (default benchmarks/results/benchmark.json).
@@ -195,6 +202,8 @@ def child_ours(spec):
     import_s = time.perf_counter() - t0
     rss_after_import = rss_now_mib()
     t0 = time.perf_counter()
+    if spec.get("threads"):
+        elmo_tf.configure_threads(*spec["threads"])
     model = elmo_tf.load_pretrained(spec["options"], spec["weights"])
     load_s = time.perf_counter() - t0
     rss_after_load = rss_now_mib()
@@ -324,7 +333,11 @@ def run_peer(args, shape, files, sentences_file, batch_sizes, sort_by_length, mo
             cmd += ["--timeout", str(args.timeout)]
         label = ("sorted" if sort_by_length else "file order") + f", {mode}"
         log(f"simple-elmo {shape} ({label}): B = {batch_sizes}")
-        rc = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode
+        env = dict(os.environ)
+        if args.threads_pair:
+            intra, inter = args.threads_pair
+            env.update(TF_NUM_INTRAOP_THREADS=str(intra), TF_NUM_INTEROP_THREADS=str(inter))
+        rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, env=env).returncode
         if not os.path.exists(out):
             log(f"simple-elmo {shape} ({label}) failed ({rc})")
             return {b: {"error": f"peer_simple_elmo.py exited with {rc}"} for b in batch_sizes}
@@ -338,10 +351,14 @@ def run_peer(args, shape, files, sentences_file, batch_sizes, sort_by_length, mo
     return results
 
 
-def reused_peer(path, shape, batch_sizes):
+def reused_peer(path, shape, batch_sizes, threads):
     """The peer's API and strict results of an earlier report on the same workload."""
     with open(path) as fh:
-        rows = json.load(fh)["rows"]
+        report = json.load(fh)
+    earlier = report["settings"].get("threads", "tf-default")  # reports before --threads
+    if earlier != threads:
+        sys.exit(f"benchmark.py: --reuse-peer {path} ran with --threads {earlier}, not {threads}")
+    rows = report["rows"]
     found = {(r["shape"], r["batch_size"], r["impl"]): r["raw"] for r in rows if "raw" in r}
     api = {b: found[(shape, b, "simple-elmo, API")] for b in batch_sizes}
     strict = {b: found[(shape, b, "simple-elmo, strict")] for b in batch_sizes}
@@ -402,6 +419,22 @@ def ratio(a, b, key):
     return round(a[key] / b[key], 3)
 
 
+def threads_note(settings):
+    pair = settings.get("threads_intra_inter")
+    if not pair:
+        return "TensorFlow's defaults"
+    return f"intra-op {pair[0]}, inter-op {pair[1]} on both sides (elmo_tf.configure_threads)"
+
+
+def recommended_threads():
+    """``elmo_tf.cpu_threads.recommended_threads()``, without importing TensorFlow here."""
+    path = os.path.join(ROOT, "elmo_tf", "cpu_threads.py")
+    spec = importlib.util.spec_from_file_location("_elmo_cpu_threads", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(module.recommended_threads())
+
+
 def markdown(report):
     w = report["workload"]
     mm = report["matmul"]
@@ -412,7 +445,7 @@ def markdown(report):
         f"timed pass(es) per row. Matmul float32 {mm.get('n')}²: "
         f"TF {mm['tensorflow']['gflops_median']:.1f} GFLOP/s, "
         f"numpy {mm['numpy']['gflops_median']:.1f} GFLOP/s "
-        f"({report['host']['cpu_count']} CPUs).",
+        f"({report['host']['cpu_count']} CPUs). Threads: {threads_note(report['settings'])}.",
         "",
         "| model | batch | implementation | tokens/s (min–max) | sentences/s | peak RSS MiB "
         "| useful GFLOP/s | % of matmul |",
@@ -503,6 +536,13 @@ def parse_args(argv):
         type=int,
         help="elmo-tf's padded tokens per batch (default: embed's default; 0: no budget)",
     )
+    ap.add_argument(
+        "--threads",
+        choices=("elmo-tf", "tf-default"),
+        default="elmo-tf",
+        help="thread pools for both sides: elmo_tf.configure_threads()'s (default) or "
+        "TensorFlow's defaults",
+    )
     ap.add_argument("--timeout", type=float, default=0, help="per child, seconds (0 = none)")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "benchmark.json"))
     ap.add_argument("--quick", action="store_true", help="small only, 200 sentences, 1 repeat")
@@ -519,6 +559,7 @@ def parse_args(argv):
         ap.error("--batch-sizes: expected positive integers")
     if args.max_batch_tokens is not None and args.max_batch_tokens < 0:
         ap.error("--max-batch-tokens: expected a non-negative integer (0: no budget)")
+    args.threads_pair = recommended_threads() if args.threads == "elmo-tf" else None
     args.repeats = args.repeats or (1 if args.quick else 3)
     args.n = args.n or (200 if args.quick else 2000)
     if args.peer_warmup_sentences is None:
@@ -574,6 +615,7 @@ def main(argv=None):
                 "shape": shape,
                 "batch_size": b,
                 "max_batch_tokens": args.max_batch_tokens,
+                "threads": args.threads_pair,
                 "repeats": args.repeats,
                 "sentences": sentences_file,
                 **files,
@@ -584,7 +626,7 @@ def main(argv=None):
                 log(f"elmo-tf {shape} B={b}, embed per {args.chunk} sentences")
                 ours_chunked[b] = run_child("ours", {**spec, "chunk": args.chunk}, args.timeout)
         if args.reuse_peer:
-            peer, strict = reused_peer(args.reuse_peer, shape, args.batch_sizes)
+            peer, strict = reused_peer(args.reuse_peer, shape, args.batch_sizes, args.threads)
         else:
             peer = run_peer(args, shape, files, sentences_file, args.batch_sizes, False)
             strict = run_peer(args, shape, files, sentences_file, args.batch_sizes, False, "strict")
@@ -634,6 +676,8 @@ def main(argv=None):
         },
         "settings": {
             "reused_peer_results": args.reuse_peer,
+            "threads": args.threads,
+            "threads_intra_inter": args.threads_pair,
             "shapes": args.shapes,
             "batch_sizes": args.batch_sizes,
             "repeats": args.repeats,

@@ -25,6 +25,7 @@ if "tensorflow" not in _sys.modules:
 
 from elmo_tf.characters import batch_to_ids  # noqa: E402
 from elmo_tf.config import ElmoConfig, OptionsError  # noqa: E402
+from elmo_tf.cpu_threads import configure_threads  # noqa: E402
 from elmo_tf.elmo_layer import ElmoLayer  # noqa: E402
 from elmo_tf.models import ELMo, LSTMState  # noqa: E402
 from elmo_tf.presets import preset  # noqa: E402
@@ -43,6 +44,7 @@ __all__ = [
     "OptionsError",
     "WeightFileError",
     "batch_to_ids",
+    "configure_threads",
     "load_pretrained",
     "load_weights",
     "preset",

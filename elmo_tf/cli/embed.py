@@ -8,6 +8,7 @@ import os
 
 from elmo_tf.batching import DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.cli.common import CommandError, Progress, load_model
+from elmo_tf.cpu_threads import configure_threads
 from elmo_tf.embedding_file import (
     DEFAULT_MAX_TOKENS_PER_LINE,
     LAYER_CHOICES,
@@ -92,6 +93,7 @@ def run(args):
     sentences = read_sentences(args.input)
     check_line_lengths(sentences, args.input, args.max_tokens_per_line)
     check_output_path(args.output, args.input)
+    configure_threads(warn=False)  # before the model's first op: both LSTM directions side by side
     model = load_model(args)
     progress = Progress(len(sentences), unit="sentences")
     try:
