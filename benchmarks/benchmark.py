@@ -30,12 +30,13 @@ make_corpus.py), it measures:
   4. ratios ours/peer, and the useful FLOP rate: real tokens/s times the model's analytic
      FLOPs per real token, as a fraction of the measured matmul rate.
 
-Threads (--threads): "elmo-tf" (default) runs both sides with the pools that
-``elmo_tf.configure_threads()`` and ``elmo-tf embed`` set (two inter-op threads, each op on half
-the cores; elmo-tf's children call it, the peer's get TF_NUM_INTRAOP_THREADS and
-TF_NUM_INTEROP_THREADS, which its TF1 session reads: the bilm-tf graph gains from them too);
-"tf-default" leaves TensorFlow's defaults to both. The matmul rate is always measured with
-TensorFlow's defaults (each matmul on every core, the machine's ceiling).
+Threads, per side: "elmo-tf" is the pools that ``elmo_tf.configure_threads()`` and ``elmo-tf
+embed`` set (two inter-op threads, each op on half the cores; elmo-tf's children call it, the
+peer's get TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS, which its TF1 session reads),
+"tf-default" TensorFlow's defaults. --threads (default elmo-tf) sets elmo-tf's side,
+--peer-threads (default tf-default: on the README's corpus the bilm-tf graph ran faster with
+them, 272 vs 236 tokens/s strict, full shape) the peer's. The matmul rate is always measured
+with TensorFlow's defaults (each matmul on every core, the machine's ceiling).
 
 tokens/s counts real tokens (no <S>/</S>, no padding); the table gives the median over the
 repeats with the min-max range. Progress goes to stderr, the markdown table to stdout and
@@ -334,8 +335,8 @@ def run_peer(args, shape, files, sentences_file, batch_sizes, sort_by_length, mo
         label = ("sorted" if sort_by_length else "file order") + f", {mode}"
         log(f"simple-elmo {shape} ({label}): B = {batch_sizes}")
         env = dict(os.environ)
-        if args.threads_pair:
-            intra, inter = args.threads_pair
+        if args.peer_threads_pair:
+            intra, inter = args.peer_threads_pair
             env.update(TF_NUM_INTRAOP_THREADS=str(intra), TF_NUM_INTEROP_THREADS=str(inter))
         rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, env=env).returncode
         if not os.path.exists(out):
@@ -355,9 +356,13 @@ def reused_peer(path, shape, batch_sizes, threads):
     """The peer's API and strict results of an earlier report on the same workload."""
     with open(path) as fh:
         report = json.load(fh)
-    earlier = report["settings"].get("threads", "tf-default")  # reports before --threads
+    settings = report["settings"]
+    # Reports before --peer-threads: "threads" set both sides; before --threads, TF's defaults.
+    earlier = settings.get("peer_threads", settings.get("threads", "tf-default"))
     if earlier != threads:
-        sys.exit(f"benchmark.py: --reuse-peer {path} ran with --threads {earlier}, not {threads}")
+        sys.exit(
+            f"benchmark.py: --reuse-peer {path}: its peer ran with {earlier} threads, not {threads}"
+        )
     rows = report["rows"]
     found = {(r["shape"], r["batch_size"], r["impl"]): r["raw"] for r in rows if "raw" in r}
     api = {b: found[(shape, b, "simple-elmo, API")] for b in batch_sizes}
@@ -420,10 +425,11 @@ def ratio(a, b, key):
 
 
 def threads_note(settings):
-    pair = settings.get("threads_intra_inter")
-    if not pair:
-        return "TensorFlow's defaults"
-    return f"intra-op {pair[0]}, inter-op {pair[1]} on both sides (elmo_tf.configure_threads)"
+    def pools(pair):
+        return f"intra-op {pair[0]}, inter-op {pair[1]}" if pair else "TensorFlow's defaults"
+
+    ours, peer = settings.get("threads_intra_inter"), settings.get("peer_threads_intra_inter")
+    return f"elmo-tf {pools(ours)}, simple-elmo {pools(peer)}"
 
 
 def recommended_threads():
@@ -540,8 +546,14 @@ def parse_args(argv):
         "--threads",
         choices=("elmo-tf", "tf-default"),
         default="elmo-tf",
-        help="thread pools for both sides: elmo_tf.configure_threads()'s (default) or "
-        "TensorFlow's defaults",
+        help="elmo-tf's thread pools: elmo_tf.configure_threads()'s (default) or TensorFlow's "
+        "defaults",
+    )
+    ap.add_argument(
+        "--peer-threads",
+        choices=("elmo-tf", "tf-default"),
+        default="tf-default",
+        help="the peer's thread pools (default: TensorFlow's, its faster setting here)",
     )
     ap.add_argument("--timeout", type=float, default=0, help="per child, seconds (0 = none)")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "benchmark.json"))
@@ -560,6 +572,7 @@ def parse_args(argv):
     if args.max_batch_tokens is not None and args.max_batch_tokens < 0:
         ap.error("--max-batch-tokens: expected a non-negative integer (0: no budget)")
     args.threads_pair = recommended_threads() if args.threads == "elmo-tf" else None
+    args.peer_threads_pair = recommended_threads() if args.peer_threads == "elmo-tf" else None
     args.repeats = args.repeats or (1 if args.quick else 3)
     args.n = args.n or (200 if args.quick else 2000)
     if args.peer_warmup_sentences is None:
@@ -626,7 +639,7 @@ def main(argv=None):
                 log(f"elmo-tf {shape} B={b}, embed per {args.chunk} sentences")
                 ours_chunked[b] = run_child("ours", {**spec, "chunk": args.chunk}, args.timeout)
         if args.reuse_peer:
-            peer, strict = reused_peer(args.reuse_peer, shape, args.batch_sizes, args.threads)
+            peer, strict = reused_peer(args.reuse_peer, shape, args.batch_sizes, args.peer_threads)
         else:
             peer = run_peer(args, shape, files, sentences_file, args.batch_sizes, False)
             strict = run_peer(args, shape, files, sentences_file, args.batch_sizes, False, "strict")
@@ -678,6 +691,8 @@ def main(argv=None):
             "reused_peer_results": args.reuse_peer,
             "threads": args.threads,
             "threads_intra_inter": args.threads_pair,
+            "peer_threads": args.peer_threads,
+            "peer_threads_intra_inter": args.peer_threads_pair,
             "shapes": args.shapes,
             "batch_sizes": args.batch_sizes,
             "repeats": args.repeats,

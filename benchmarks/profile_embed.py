@@ -13,13 +13,16 @@ It also prints the biLSTM's FLOP rate: the multiply-adds it executes per second 
 directions, every layer: the input half of the gates on every position of the padded
 (B, T + 2) batch, one matmul for all steps; the recurrent half and the projection on the
 real positions only, since the recurrence skips rows past their length), as a fraction of the
-machine's float32 matmul rate (tf.matmul 2048², median of 7).
+machine's float32 matmul rate (tf.matmul 2048², median of 7, measured in a child process
+with TensorFlow's default pools: every core on one matmul, the machine's ceiling). The model
+runs with ``elmo_tf.configure_threads()``'s pools unless ``--threads tf-default``.
 
     python benchmarks/profile_embed.py --options O --weights W --sentences FILE [--batch-size 64]
 """
 
 import argparse
 import statistics
+import subprocess
 import sys
 import time
 
@@ -100,14 +103,26 @@ def main():
         default=batching.DEFAULT_MAX_BATCH_TOKENS,
         help="padded tokens per batch, as embed's budget (default %(default)s; 0: none)",
     )
+    ap.add_argument(
+        "--threads",
+        choices=("elmo-tf", "tf-default"),
+        default="elmo-tf",
+        help="the model's thread pools: elmo_tf.configure_threads()'s (default) or TF's defaults",
+    )
     args = ap.parse_args()
     if args.max_batch_tokens < 0:
         ap.error("--max-batch-tokens: expected a non-negative integer (0: no budget)")
     sentences = [line.split() for line in open(args.sentences, encoding="utf-8")]
     sentences = [s for s in sentences if s]
     n_tokens = sum(map(len, sentences))
+    rate = float(
+        subprocess.run(
+            [sys.executable, __file__, "--_matmul"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    if args.threads == "elmo-tf":
+        elmo_tf.configure_threads()
     model = elmo_tf.load_pretrained(args.options, args.weights)
-    rate = matmul_gflops()
     input_flops, recurrent_flops = lstm_flops(model.config)
     print(
         f"{len(sentences)} sentences, {n_tokens} tokens; matmul {rate:.1f} GFLOP/s; biLSTM "
@@ -133,4 +148,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--_matmul"]:
+        print(matmul_gflops())
+    else:
+        main()
