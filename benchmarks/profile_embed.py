@@ -13,9 +13,10 @@ It also prints the biLSTM's FLOP rate: the multiply-adds it executes per second 
 directions, every layer: the input half of the gates on every position of the padded
 (B, T + 2) batch, one matmul for all steps; the recurrent half and the projection on the
 real positions only, since the recurrence skips rows past their length), as a fraction of the
-machine's float32 matmul rate (tf.matmul 2048², median of 7, measured in a child process
-with TensorFlow's default pools: every core on one matmul, the machine's ceiling). The model
-runs with ``elmo_tf.configure_threads()``'s pools unless ``--threads tf-default``.
+machine's float32 matmul rate (tf.matmul 2048², the best of 3 medians of 7, measured in a
+child process with TensorFlow's default pools: every core on one matmul, the machine's
+ceiling). The model runs with ``elmo_tf.configure_threads()``'s pools unless ``--threads
+tf-default``.
 
     python benchmarks/profile_embed.py --options O --weights W --sentences FILE [--batch-size 64]
 """
@@ -32,17 +33,21 @@ import elmo_tf
 from elmo_tf import batching
 
 
-def matmul_gflops(n=2048, repeats=7):
+def matmul_gflops(n=2048, repeats=7, rounds=3):
+    """The best of ``rounds`` medians: a fresh process's first round reads low (warm-up)."""
     a = tf.random.normal([n, n])
     b = tf.random.normal([n, n])
     f = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)))
     f()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        f().numpy()
-        times.append(time.perf_counter() - t)
-    return 2 * n**3 / statistics.median(times) / 1e9
+    medians = []
+    for _ in range(rounds):
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            f().numpy()
+            times.append(time.perf_counter() - t)
+        medians.append(statistics.median(times))
+    return 2 * n**3 / min(medians) / 1e9
 
 
 def lstm_flops(config):
