@@ -35,7 +35,7 @@ embed`` set (two inter-op threads, each op on half the cores; elmo-tf's children
 peer's get TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS, which its TF1 session reads),
 "tf-default" TensorFlow's defaults. --threads (default elmo-tf) sets elmo-tf's side,
 --peer-threads (default tf-default: on the README's corpus the bilm-tf graph ran faster with
-them, 272 vs 236 tokens/s strict, full shape) the peer's. The matmul rate is always measured
+them, strict full shape 287 vs 234 tokens/s with elmo-tf's pools) the peer's. The matmul rate is always measured
 with TensorFlow's defaults (each matmul on every core, the machine's ceiling).
 
 tokens/s counts real tokens (no <S>/</S>, no padding); the table gives the median over the
