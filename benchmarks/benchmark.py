@@ -35,8 +35,10 @@ embed`` set (two inter-op threads, each op on half the cores; elmo-tf's children
 peer's get TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS, which its TF1 session reads),
 "tf-default" TensorFlow's defaults. --threads (default elmo-tf) sets elmo-tf's side,
 --peer-threads (default tf-default: on the README's corpus the bilm-tf graph ran faster with
-them, strict full shape 287 vs 234 tokens/s with elmo-tf's pools) the peer's. The matmul rate is always measured
-with TensorFlow's defaults (each matmul on every core, the machine's ceiling).
+them, strict full shape 287 vs 234 tokens/s with elmo-tf's pools) the peer's. The matmul rate
+is always measured with TensorFlow's defaults (each matmul on every core, the machine's
+ceiling). TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS of the caller's environment reach no
+child: the report states the pools each side ran with.
 
 tokens/s counts real tokens (no <S>/</S>, no padding); the table gives the median over the
 repeats with the min-max range. Progress goes to stderr, the markdown table to stdout and
@@ -302,7 +304,7 @@ def run_child(kind, spec, timeout):
         with open(spec_file, "w") as fh:
             json.dump(spec, fh)
         cmd = [sys.executable, os.path.abspath(__file__), "--_child", kind, spec_file, result_file]
-        env = dict(os.environ)
+        env = without_thread_env(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         t0 = time.perf_counter()
         try:
@@ -339,7 +341,7 @@ def run_peer(args, shape, files, sentences_file, batch_sizes, sort_by_length, mo
             cmd += ["--timeout", str(args.timeout)]
         label = ("sorted" if sort_by_length else "file order") + f", {mode}"
         log(f"simple-elmo {shape} ({label}): B = {batch_sizes}")
-        env = dict(os.environ)
+        env = without_thread_env(os.environ)
         if args.peer_threads_pair:
             intra, inter = args.peer_threads_pair
             env.update(TF_NUM_INTRAOP_THREADS=str(intra), TF_NUM_INTEROP_THREADS=str(inter))
@@ -355,6 +357,12 @@ def run_peer(args, shape, files, sentences_file, batch_sizes, sort_by_length, mo
             res.update(rate_summary(res["n_tokens"], res["n_sentences"], res["wall_s_all"]))
         results[res["batch_size"]] = res
     return results
+
+
+def without_thread_env(environ):
+    """``environ`` less the TF_NUM_* pool sizes: each side gets only the pools it is told."""
+    thread_vars = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+    return {k: v for k, v in environ.items() if k not in thread_vars}
 
 
 def reused_peer(path, shape, batch_sizes, threads):
@@ -698,6 +706,7 @@ def main(argv=None):
             "threads_intra_inter": args.threads_pair,
             "peer_threads": args.peer_threads,
             "peer_threads_intra_inter": args.peer_threads_pair,
+            "max_batch_tokens": args.max_batch_tokens,
             "shapes": args.shapes,
             "batch_sizes": args.batch_sizes,
             "repeats": args.repeats,

@@ -16,7 +16,7 @@ work:
 
 GFLOP/s counts the matmul FLOPs of each variant; "% of matmul" divides by tf.matmul 2048²'s
 rate (the best of three medians), measured first in the same process with TensorFlow's default
-pools, as ``profile_embed.py`` does.
+pools (``profile_embed.py`` measures it the same way, in a child process).
 
     python benchmarks/lstm_step.py [--batch 64] [--steps 40] [--repeats 7]
 """

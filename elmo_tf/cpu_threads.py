@@ -19,6 +19,7 @@ pools then); ``elmo-tf embed`` calls it at start. Either environment variable
 >>> model = elmo_tf.load_pretrained("options.json", "weights.hdf5")
 """
 
+import numbers
 import os
 
 ENV_VARS = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
@@ -44,7 +45,8 @@ def recommended_threads(cpus=None):
 def configure_threads(intra_op=None, inter_op=None, warn=True):
     """Sets TensorFlow's intra-op and inter-op pools (``recommended_threads()`` by default).
 
-    Returns the ``(intra_op, inter_op)`` set, or ``None`` when nothing was changed: the user
+    Returns the ``(intra_op, inter_op)`` in effect (set now, or already so), or ``None`` when
+    the setting was not applied: the user
     set ``TF_NUM_INTRAOP_THREADS`` or ``TF_NUM_INTEROP_THREADS``, or TensorFlow already
     started its pools (then the setting could not apply; a warning says so unless ``warn``
     is false, as for the CLI run in-process after other TensorFlow work).
@@ -55,7 +57,7 @@ def configure_threads(intra_op=None, inter_op=None, warn=True):
     intra_op = default_intra if intra_op is None else intra_op
     inter_op = default_inter if inter_op is None else inter_op
     for name, value in (("intra_op", intra_op), ("inter_op", inter_op)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     import tensorflow as tf
 
@@ -65,10 +67,10 @@ def configure_threads(intra_op=None, inter_op=None, warn=True):
         threading.get_inter_op_parallelism_threads(),
     )
     if current == (intra_op, inter_op):
-        return current
+        return intra_op, inter_op
     try:
-        threading.set_intra_op_parallelism_threads(intra_op)
-        threading.set_inter_op_parallelism_threads(inter_op)
+        threading.set_intra_op_parallelism_threads(int(intra_op))
+        threading.set_inter_op_parallelism_threads(int(inter_op))
     except RuntimeError:  # "... cannot be modified after initialization"
         if not warn:
             return None

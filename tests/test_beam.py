@@ -227,8 +227,18 @@ def keyed_run(handler):
 
 
 @pytest.mark.parametrize("signature", [None, "tokens", "default"])
-def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, embedded):
+def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, embedded, monkeypatch):
     """Under KeyedModelHandler, each key gets its sentence's outputs of ``model.embed``."""
+    from elmo_tf import batching
+
+    real_batches, sizes = batching.length_batches, []
+
+    def recorded(*args, **kwargs):
+        batches = real_batches(*args, **kwargs)
+        sizes.extend(len(b) for b in batches)
+        return batches
+
+    monkeypatch.setattr(batching, "length_batches", recorded)
     options, weights = tiny_files
     if signature is None:
         # A budget of 4 padded tokens: [9] and [4] alone, then [2, 0] (inner_batch_size 2).
@@ -240,6 +250,7 @@ def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, emb
             saved_model_dir, signature=signature, inner_batch_size=2, max_batch_tokens=4
         )
     results = keyed_run(handler)
+    assert sizes == [1, 1, 2]  # the budget reached the batching
     assert [key for key, _ in results] == [f"key{i}" for i in range(len(SENTENCES))]
     for i, (_, prediction) in enumerate(results):
         n = len(SENTENCES[i])
@@ -346,7 +357,7 @@ def test_gzip_input_is_decompressed(tmp_path):
         (["--model", "small"], "without bundled weights"),
         (["--saved-model", "/nonexistent"], "no saved_model.pb"),
         (["--max-tokens-per-line", "0"], "--max-tokens-per-line must be at least 1"),
-        (["--max-batch-tokens", "0"], "--max-batch-tokens must be at least 1"),
+        (["--max-batch-tokens=-1"], "--max-batch-tokens must be 0 (no budget) or more"),
     ],
 )
 def test_user_errors_exit_1_before_the_job(argv, message, corpus, tmp_path, capsys):

@@ -142,8 +142,7 @@ def test_invalid_utf8_names_file_and_line(tmp_path, tiny_files, capsys):
         ("missing_input", "nope.txt: input file not found"),
         ("missing_output_dir", "does not exist"),
         ("batch_size_zero", "--batch-size must be at least 1, got 0"),
-        ("max_batch_tokens_zero", "--max-batch-tokens must be at least 1, got 0"),
-        ("max_batch_tokens_negative", "--max-batch-tokens must be at least 1, got -5"),
+        ("max_batch_tokens_negative", "--max-batch-tokens must be 0 (no budget) or more, got -5"),
         ("no_model", "model is missing (elmo-tf was installed without its package data"),
         ("options_only", "--options was given without --weights"),
     ],
@@ -162,7 +161,6 @@ def test_user_errors_exit_1_with_one_line(
         "missing_input": [str(tmp_path / "nope.txt"), output, *model],
         "missing_output_dir": [source, str(tmp_path / "no" / "o.hdf5"), *model],
         "batch_size_zero": [source, output, *model, "--batch-size", "0"],
-        "max_batch_tokens_zero": [source, output, *model, "--max-batch-tokens", "0"],
         "max_batch_tokens_negative": [source, output, *model, "--max-batch-tokens=-5"],
         "no_model": [source, output],
         "options_only": [source, output, "--options", options],
@@ -172,8 +170,12 @@ def test_user_errors_exit_1_with_one_line(
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize(
+    ("budget", "batches"),
+    [("8", [(1, 7), (2, 4)]), ("0", [(3, 7)])],  # 7 tokens alone, then 4 and 0; 0: no budget
+)
 def test_max_batch_tokens_reaches_the_batches(
-    tmp_path, input_file, tiny_files, expected, monkeypatch
+    budget, batches, tmp_path, input_file, tiny_files, expected, monkeypatch
 ):
     real = elmo_tf.ELMo.embed_batches
     seen = []
@@ -187,9 +189,9 @@ def test_max_batch_tokens_reaches_the_batches(
     options, weights = tiny_files
     output = tmp_path / "o.hdf5"
     argv = ["embed", str(input_file), str(output), "--options", str(options)]
-    argv += ["--weights", str(weights), "--batch-size", "3", "--max-batch-tokens", "8"]
+    argv += ["--weights", str(weights), "--batch-size", "3", "--max-batch-tokens", budget]
     assert main(argv) == 0
-    assert seen == [(1, 7), (2, 4)]  # 7 tokens alone, then 4 and 0 (by default all 3 at once)
+    assert seen == batches
     with h5py.File(output, "r") as f:
         for i in range(len(SENTENCES)):
             assert_reordered(f[str(i)][...], expected_layers(expected, i))

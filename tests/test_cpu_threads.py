@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -35,7 +36,9 @@ def test_sets_the_pools_in_a_fresh_process():
 
 def test_user_environment_wins(monkeypatch):
     monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "2")
-    assert elmo_tf.configure_threads(1, 1) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not the "too late" path: the variable alone decides
+        assert elmo_tf.configure_threads(1, 1) is None
 
 
 def test_too_late_warns_and_changes_nothing(monkeypatch, tiny_model):

@@ -302,7 +302,7 @@ def build_parser(prog="python -m elmo_tf.beam"):
         default=DEFAULT_MAX_BATCH_TOKENS,
         metavar="N",
         help="padded tokens per model call, rows x its longest sentence "
-        f"(default {DEFAULT_MAX_BATCH_TOKENS})",
+        f"(default {DEFAULT_MAX_BATCH_TOKENS}; 0: no budget)",
     )
     return parser
 
@@ -318,11 +318,15 @@ def model_handler(args):
         "min_batch_size": args.min_batch_size,
         "max_batch_size": args.max_batch_size,
     }
-    positive = ("min_batch_size", "max_batch_size", "inner_batch_size", "max_batch_tokens")
+    positive = ("min_batch_size", "max_batch_size", "inner_batch_size")
     for name in ("max_tokens_per_line", *positive):
         if getattr(args, name) < 1:
             flag = "--" + name.replace("_", "-")
             raise BeamCommandError(f"{flag} must be at least 1, got {getattr(args, name)}")
+    if args.max_batch_tokens < 0:
+        raise BeamCommandError(
+            f"--max-batch-tokens must be 0 (no budget) or more, got {args.max_batch_tokens}"
+        )
     if args.min_batch_size > args.max_batch_size:
         raise BeamCommandError("--min-batch-size is larger than --max-batch-size")
     if (args.options is None) != (args.weights is None):

@@ -58,7 +58,11 @@ def add_parser(subparsers):
     )
     parser.set_defaults(output_format="all")
     parser.add_argument(
-        "--batch-size", type=int, default=64, metavar="N", help="sentences per batch (default 64)"
+        "--batch-size",
+        type=int,
+        default=64,
+        metavar="N",
+        help="sentences per batch at most (default 64; --max-batch-tokens caps it too)",
     )
     parser.add_argument(
         "--max-batch-tokens",
@@ -66,8 +70,8 @@ def add_parser(subparsers):
         default=DEFAULT_MAX_BATCH_TOKENS,
         metavar="N",
         help="padded tokens per batch, rows x its longest line (default "
-        f"{DEFAULT_MAX_BATCH_TOKENS:,}): batches of long lines get fewer rows, bounding memory; "
-        "a line longer than N runs alone",
+        f"{DEFAULT_MAX_BATCH_TOKENS:,}; 0: no budget): batches of long lines get fewer rows, "
+        "bounding memory; a line longer than N runs alone",
     )
     parser.add_argument(
         "--max-tokens-per-line",
@@ -84,8 +88,10 @@ def run(args):
     # Every check that needs no model runs first: loading the model is the slow part.
     if args.batch_size < 1:
         raise CommandError(f"--batch-size must be at least 1, got {args.batch_size}")
-    if args.max_batch_tokens < 1:
-        raise CommandError(f"--max-batch-tokens must be at least 1, got {args.max_batch_tokens}")
+    if args.max_batch_tokens < 0:
+        raise CommandError(
+            f"--max-batch-tokens must be 0 (no budget) or more, got {args.max_batch_tokens}"
+        )
     if args.max_tokens_per_line < 1:
         raise CommandError(
             f"--max-tokens-per-line must be at least 1, got {args.max_tokens_per_line}"
