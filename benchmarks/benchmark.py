@@ -47,6 +47,7 @@ everything to --json (default benchmarks/results/benchmark.json).
 
 import argparse
 import datetime
+import functools
 import importlib.util
 import json
 import os
@@ -361,8 +362,7 @@ def run_peer(args, shape, files, sentences_file, batch_sizes, sort_by_length, mo
 
 def without_thread_env(environ):
     """``environ`` less the TF_NUM_* pool sizes: each side gets only the pools it is told."""
-    thread_vars = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
-    return {k: v for k, v in environ.items() if k not in thread_vars}
+    return {k: v for k, v in environ.items() if k not in cpu_threads_module().ENV_VARS}
 
 
 def reused_peer(path, shape, batch_sizes, threads):
@@ -445,13 +445,19 @@ def threads_note(settings):
     return f"elmo-tf {pools(ours)}, simple-elmo {pools(peer)}"
 
 
-def recommended_threads():
-    """``elmo_tf.cpu_threads.recommended_threads()``, without importing TensorFlow here."""
+@functools.cache
+def cpu_threads_module():
+    """``elmo_tf.cpu_threads``, loaded from its file so that this process never imports
+    TensorFlow (``import elmo_tf`` would)."""
     path = os.path.join(ROOT, "elmo_tf", "cpu_threads.py")
     spec = importlib.util.spec_from_file_location("_elmo_cpu_threads", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return list(module.recommended_threads())
+    return module
+
+
+def recommended_threads():
+    return list(cpu_threads_module().recommended_threads())
 
 
 def markdown(report):

@@ -15,8 +15,8 @@ work:
   (``jit_compile``), the one way to fuse it in TensorFlow.
 
 GFLOP/s counts the matmul FLOPs of each variant; "% of matmul" divides by tf.matmul 2048²'s
-rate (the best of three medians), measured first in the same process with TensorFlow's default
-pools (``profile_embed.py`` measures it the same way, in a child process).
+rate (``profile_embed.matmul_gflops``: the best of three medians), measured first in the same
+process with TensorFlow's default pools.
 
     python benchmarks/lstm_step.py [--batch 64] [--steps 40] [--repeats 7]
 """
@@ -26,6 +26,7 @@ import statistics
 import time
 
 import tensorflow as tf
+from profile_embed import matmul_gflops
 
 
 def timed(fn, repeats):
@@ -38,12 +39,6 @@ def timed(fn, repeats):
     return statistics.median(times)
 
 
-def matmul_gflops(repeats, n=2048):
-    a, b = tf.random.normal([n, n]), tf.random.normal([n, n])
-    f = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)))
-    return 2 * n**3 / timed(lambda: f().numpy(), repeats) / 1e9
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch", type=int, default=64)
@@ -53,8 +48,7 @@ def main():
     ap.add_argument("--projection", type=int, default=512)
     args = ap.parse_args()
     b, d, p, steps = args.batch, args.units, args.projection, args.steps
-    # The best of three: a fresh process's first reading is low (pools, pages warming up).
-    rate = max(matmul_gflops(args.repeats) for _ in range(3))
+    rate = matmul_gflops(repeats=args.repeats)
 
     recurrent_kernel = tf.Variable(tf.random.normal([p, 4 * d], stddev=0.02))
     projection_kernel = tf.Variable(tf.random.normal([d, p], stddev=0.02))

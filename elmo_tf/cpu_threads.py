@@ -62,13 +62,7 @@ def configure_threads(intra_op=None, inter_op=None, warn=True):
     import tensorflow as tf
 
     threading = tf.config.threading
-    current = (
-        threading.get_intra_op_parallelism_threads(),
-        threading.get_inter_op_parallelism_threads(),
-    )
-    if current == (intra_op, inter_op):
-        return intra_op, inter_op
-    try:
+    try:  # TensorFlow accepts a value equal to the current one even after its pools started
         threading.set_intra_op_parallelism_threads(int(intra_op))
         threading.set_inter_op_parallelism_threads(int(inter_op))
     except RuntimeError:  # "... cannot be modified after initialization"
