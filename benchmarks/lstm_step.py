@@ -18,7 +18,17 @@ GFLOP/s counts the matmul FLOPs of each variant; "% of matmul" divides by tf.mat
 rate (``profile_embed.matmul_gflops``: the best of three medians), measured first in the same
 process with TensorFlow's default pools.
 
+``--bound`` instead asks what the biLSTM could reach if nothing but its matmuls ran: one
+thread (each LSTM direction runs on its own core under ``elmo_tf.configure_threads``), each of
+its three matmul shapes at every ``--batch`` (the input half of the gates on B x 24 rows at
+once, the recurrent half (B, P) x (P, 4D) and the projection (B, D) x (D, P) once a step), each
+as a fraction of a one-thread 2048² matmul, and their FLOP-weighted mean: the biLSTM's
+fraction of the matmul rate with zero elementwise work, no step overhead and both cores never
+slowing each other. The recurrent half streams its (P, 4D) kernel, 32 MB in the published
+shape, once per step for only B rows, so its rate depends on B.
+
     python benchmarks/lstm_step.py [--batch 64] [--steps 40] [--repeats 7]
+    python benchmarks/lstm_step.py --bound [--batch 64 --batch 128 ...]
 """
 
 import argparse
@@ -39,15 +49,58 @@ def timed(fn, repeats):
     return statistics.median(times)
 
 
+def bound(batches, d, p, repeats, steps=10, input_rows_per_batch_row=24):
+    """Prints the one-thread rate of each biLSTM matmul shape and their FLOP-weighted mean."""
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    rate = matmul_gflops(repeats=repeats)
+    gate_kernel = tf.Variable(tf.random.normal([p, 4 * d], stddev=0.02))
+    projection_kernel = tf.Variable(tf.random.normal([d, p], stddev=0.02))
+
+    def gflops(x, kernel):
+        @tf.function
+        def loop():
+            total = tf.zeros([])
+            for _ in tf.range(steps):  # [:1, :1]: keep the product, sum almost nothing
+                total += tf.reduce_sum(tf.matmul(x, kernel)[:1, :1])
+            return total
+
+        seconds = timed(lambda: loop().numpy(), repeats) / steps
+        return 2 * x.shape[0] * kernel.shape[0] * kernel.shape[1] / seconds / 1e9
+
+    print(f"one thread; D = {d}, P = {p}; tf.matmul 2048²: {rate:.1f} GFLOP/s")
+    print("| B | input half | recurrent half | projection | FLOP-weighted |")
+    print("|---:|---:|---:|---:|---:|")
+    # FLOPs per position and direction: 2P·4D (input half), 2P·4D (recurrent half), 2DP.
+    weights = (4, 4, 1)
+    for b in batches:
+        rates = (
+            gflops(tf.random.normal([b * input_rows_per_batch_row, p]), gate_kernel),
+            gflops(tf.random.normal([b, p]), gate_kernel),
+            gflops(tf.random.normal([b, d]), projection_kernel),
+        )
+        mean = sum(weights) / sum(w / r for w, r in zip(weights, rates))
+        cells = " | ".join(f"{r:.1f} ({100 * r / rate:.0f}%)" for r in (*rates, mean))
+        print(f"| {b} | {cells} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--batch", type=int, action="append", help="repeatable (default 64)")
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--units", type=int, default=4096)
     ap.add_argument("--projection", type=int, default=512)
+    ap.add_argument(
+        "--bound", action="store_true", help="one-thread rates of the biLSTM's matmul shapes"
+    )
     args = ap.parse_args()
-    b, d, p, steps = args.batch, args.units, args.projection, args.steps
+    if args.bound:
+        bound(args.batch or [64, 128, 256], args.units, args.projection, args.repeats)
+        return
+    if args.batch and len(args.batch) > 1:
+        ap.error("--batch: one value, except with --bound")
+    b, d, p, steps = (args.batch or [64])[0], args.units, args.projection, args.steps
     rate = matmul_gflops(repeats=args.repeats)
 
     recurrent_kernel = tf.Variable(tf.random.normal([p, 4 * d], stddev=0.02))

@@ -2,14 +2,25 @@
 
 import numpy as np
 
-# Padded tokens per batch (rows x its longest sentence) that ``ELMo.embed`` and ``elmo-tf
-# embed`` allow by default: 64 x 48. Every tensor of a batch is (B, T + 2, ...) and the largest,
-# the input half of each LSTM gate for all steps (``run_directions``), takes 4D float32 per
-# framed position and direction (64 KiB for the published D = 4096), so a batch's memory follows
-# B x T, not B. Sentences of up to 48 tokens (98% of the README's benchmark corpus,
-# ``make_corpus.py --n 1000 --seed 7``: mean 22, 95th percentile 44, max 119) still fill embed's
-# default 64 rows; only the long tail gets fewer (its longest batch: 25 rows of <= 119 tokens).
-DEFAULT_MAX_BATCH_TOKENS = 64 * 48
+# Sentences per model call that ``ELMo.embed``, ``elmo-tf embed`` and the Beam handlers use by
+# default. The biLSTM's recurrent matmul ((B, P) x (P, 4D) a step) streams its 32 MB kernel
+# (published shape) once per step whatever B is, so it gets faster per row as B grows:
+# single-threaded, 126-136 GFLOP/s at B = 64, 135-145 at 128, 154 at 256, against 166-171
+# for a 2048² matmul (``benchmarks/lstm_step.py --bound``). More rows also mean more padding in
+# the input half of the gates, so past 128 tokens/s falls again. ``profile_embed.py``-style
+# passes over the README's corpus, full shape, 2-core machine, medians of 3, two runs:
+# B = 64 (budget 3,072) 1,025 / 1,142 tokens/s, B = 96 964, B = 128 (budget 6,144) 1,164 /
+# 1,205, B = 128 (budget 8,192) 1,174, B = 256 (budget 12,288) 1,130. The small shape does not
+# care (9,619 vs 9,587).
+DEFAULT_BATCH_SIZE = 128
+
+# Padded tokens per batch (rows x its longest sentence) allowed by default: 128 x 48. Every
+# tensor of a batch is (B, T + 2, ...) and the largest, the input half of each LSTM gate for all
+# steps (``run_directions``), takes 4D float32 per framed position and direction (64 KiB for the
+# published D = 4096), so a batch's memory follows B x T, not B. Sentences of up to 48 tokens
+# (98% of the README's benchmark corpus, ``make_corpus.py --n 1000 --seed 7``: mean 22, 95th
+# percentile 44, max 119) still fill the default 128 rows; only the long tail gets fewer.
+DEFAULT_MAX_BATCH_TOKENS = DEFAULT_BATCH_SIZE * 48
 
 
 def check_max_batch_tokens(max_batch_tokens):

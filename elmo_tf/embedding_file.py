@@ -31,7 +31,7 @@ import sys
 import numpy as np
 
 from elmo_tf import files
-from elmo_tf.batching import DEFAULT_MAX_BATCH_TOKENS
+from elmo_tf.batching import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.characters import split_tokens
 from elmo_tf.errors import InputFileError, OutputFileError
 
@@ -85,7 +85,7 @@ def write_embeddings(
     sentences,
     path,
     layers="all",
-    batch_size=64,
+    batch_size=DEFAULT_BATCH_SIZE,
     on_batch=None,
     max_batch_tokens=DEFAULT_MAX_BATCH_TOKENS,
 ):

