@@ -177,29 +177,25 @@ def run_directions(cells, inputs, mask, states, resets=None):
 
     The recurrence computes only the rows still running: rows are put in order of decreasing
     length, so at step ``t`` the rows that still have a real position are a prefix of the
-    batch, and the step's matmuls run on that prefix alone. A batch's FLOPs are then
-    proportional to its real positions, not to ``batch x longest``; the rows come back in
-    their original order at the end.
-
-    Inside the loop every tensor is feature-major, ``(features, B)``
-    (``LSTMCellWithProjection.feature_major_step``): one matmul a step over ``[x_t ; h_prev]``
-    with the transposed kernel, its four gates contiguous row blocks. Measured against the
-    batch-major loop (the input half of the gates for all steps in one matmul before the loop,
-    then ``(B, P) x (P, 4D)`` a step): full shape, B = 128, both directions side by side on 2
-    cores, 12% less time (``benchmarks/profile_embed.py``).
+    batch, and the step's matmuls run on that prefix alone. A batch's recurrent FLOPs are
+    then proportional to its real positions, not to ``batch x longest``; the rows come back
+    in their original order at the end.
     """
     lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # (B,)
     order = tf.argsort(lengths, direction="DESCENDING", stable=True)
     restore = tf.math.invert_permutation(order)
-    # (T, input_dim, B): time-major, each step's input feature-major.
-    inputs = [tf.transpose(tf.gather(x, order), [1, 2, 0]) for x in inputs]
-    states = [tuple(tf.transpose(tf.gather(s, order)) for s in state) for state in states]
+    inputs = [tf.gather(x, order) for x in inputs]
+    states = [tuple(tf.gather(s, order) for s in state) for state in states]
     sorted_lengths = tf.gather(lengths, order)
     if resets is not None:
-        # (T, 1, B): 0.0 where the state restarts, else 1.0.
+        # (T, B, 1): 0.0 where the state restarts, else 1.0.
         keeps = 1.0 - tf.cast(tf.transpose(tf.gather(resets, order)), inputs[0].dtype)
-        keeps = keeps[:, None, :]
-    weights = [cell.feature_major_weights() for cell in cells]  # transposed once, not per step
+        keeps = keeps[:, :, None]
+    # The input half of every gate pre-activation, for all steps at once: (T, B, 4D) each.
+    # Time-major before the matmul: its input is 4D / input_dim times narrower than its output
+    # (32x for the published shape), so transposing the input moves that many times fewer bytes.
+    projected = [cell.project_inputs(tf.transpose(x, [1, 0, 2])) for cell, x in zip(cells, inputs)]
+    recurrent_kernels = [cell.recurrent_kernel for cell in cells]  # sliced once, not per step
     num_steps = tf.shape(mask)[1]
     # active[t]: rows with a real position t (a prefix of the sorted batch).
     active = tf.reduce_sum(
@@ -207,11 +203,11 @@ def run_directions(cells, inputs, mask, states, resets=None):
     )
     arrays = [
         tf.TensorArray(
-            inputs[0].dtype,
+            projected[0].dtype,
             size=num_steps,
             # The static batch size when known: TFLite can only lower a TensorArray whose
             # element shape is fully static (None keeps the SavedModel's dynamic batch).
-            element_shape=tf.TensorShape([cell.projection_units, inputs[0].shape[2]]),
+            element_shape=tf.TensorShape([projected[0].shape[1], cell.projection_units]),
         )
         for cell in cells
     ]
@@ -221,20 +217,17 @@ def run_directions(cells, inputs, mask, states, resets=None):
         new_states, new_arrays = [], []
         for k, cell in enumerate(cells):
             c_prev, h_prev = states[k]
-            c_run, h_run = c_prev[:, :n], h_prev[:, :n]
+            c_run, h_run = c_prev[:n], h_prev[:n]
             if resets is not None:
-                keep = tf.cast(keeps[t][:, :n], c_run.dtype)
+                keep = tf.cast(keeps[t][:n], c_run.dtype)
                 c_run, h_run = c_run * keep, h_run * keep
-            output, (c, h) = cell.feature_major_step(
-                inputs[k][t][:, :n], (c_run, h_run), weights[k]
-            )
-            finished = tf.zeros_like(h_prev[:, n:])  # rows past their length output zero
-            c = tf.concat([c, c_prev[:, n:]], axis=1)
-            h = tf.concat([h, h_prev[:, n:]], axis=1)
-            output = tf.concat([output, finished], axis=1)
-            # Always B columns: keep a static batch size static across iterations, as
-            # while_loop and TFLite need (set_shape adds no op; EnsureShape is no TFLite
-            # built-in).
+            output, (c, h) = cell.step(projected[k][t][:n], (c_run, h_run), recurrent_kernels[k])
+            finished = tf.zeros_like(h_prev[n:])  # rows past their length output zero
+            c = tf.concat([c, c_prev[n:]], axis=0)
+            h = tf.concat([h, h_prev[n:]], axis=0)
+            output = tf.concat([output, finished], axis=0)
+            # Always B rows: keep a static batch size static across iterations, as while_loop
+            # and TFLite need (set_shape adds no op; EnsureShape is no TFLite built-in).
             for x, like in ((c, c_prev), (h, h_prev), (output, h_prev)):
                 x.set_shape(like.shape)
             new_states.append((c, h))
@@ -244,7 +237,6 @@ def run_directions(cells, inputs, mask, states, resets=None):
     _, states, arrays = tf.while_loop(
         lambda t, *_: t < num_steps, body, (tf.constant(0), list(states), arrays)
     )
-    # (T, P, B) -> (B, T, P), rows in their original order.
-    outputs = [tf.gather(tf.transpose(a.stack(), [2, 0, 1]), restore) for a in arrays]
-    states = [tuple(tf.gather(tf.transpose(s), restore) for s in state) for state in states]
+    outputs = [tf.gather(tf.transpose(a.stack(), [1, 0, 2]), restore) for a in arrays]  # (B, T, P)
+    states = [tuple(tf.gather(s, restore) for s in state) for state in states]
     return outputs, states

@@ -18,13 +18,9 @@ class LSTMCellWithProjection(keras.layers.Layer):
     The forget bias of 1.0 is added at run time and is *not* part of the stored bias, exactly
     as in TF1's ``LSTMCell`` that wrote the official weights.
 
-    The cell works inside ``keras.layers.RNN`` (:meth:`step`, batch-major).
-    ``BidirectionalLSTMStack`` instead runs :meth:`feature_major_step` in its own loop: the
-    same maths with every tensor transposed, ``(features, B)``, on weights that
-    :meth:`feature_major_weights` transposes once per loop. The step's one matmul is then
-    ``(4D, input_dim + P) x (input_dim + P, B)``, which oneDNN runs faster than
-    ``(B, ...) x (..., 4D)`` at the batch sizes ``embed`` uses, and the four gates are
-    contiguous row blocks of its result (split without a copy).
+    The cell works inside ``keras.layers.RNN``. ``BidirectionalLSTMStack`` instead calls
+    :meth:`project_inputs` once for all time steps and :meth:`step` in its own loop, which
+    computes the same thing with one large input matmul instead of one per step.
 
     Args:
         units: size D of the cell state.
@@ -94,10 +90,15 @@ class LSTMCellWithProjection(keras.layers.Layer):
         """``x W_x + b`` for any leading shape: the part of ``z`` that needs no recurrence."""
         return keras.ops.matmul(inputs, self.input_kernel) + self.bias
 
-    def step(self, projected_inputs, states):
-        """One time step from already projected inputs ``(B, 4D)``."""
+    def step(self, projected_inputs, states, recurrent_kernel=None):
+        """One time step from already projected inputs ``(B, 4D)``.
+
+        ``recurrent_kernel`` lets a loop slice the kernel once instead of once per step.
+        """
         c_prev, h_prev = states
-        z = projected_inputs + keras.ops.matmul(h_prev, self.recurrent_kernel)
+        if recurrent_kernel is None:
+            recurrent_kernel = self.recurrent_kernel
+        z = projected_inputs + keras.ops.matmul(h_prev, recurrent_kernel)
         i, j, f, o = keras.ops.split(z, 4, axis=-1)
         c = keras.ops.sigmoid(f + self.forget_bias) * c_prev + keras.ops.sigmoid(
             i
@@ -105,50 +106,6 @@ class LSTMCellWithProjection(keras.layers.Layer):
         if self.cell_clip is not None:
             c = keras.ops.clip(c, -self.cell_clip, self.cell_clip)
         h = keras.ops.matmul(keras.ops.sigmoid(o) * keras.ops.tanh(c), self.projection_kernel)
-        if self.proj_clip is not None:
-            h = keras.ops.clip(h, -self.proj_clip, self.proj_clip)
-        return h, [c, h]
-
-    def feature_major_weights(self):
-        """The weights of :meth:`feature_major_step`, transposed once for a whole loop.
-
-        Returns ``(kernel^T (4D, input_dim + P), bias (4D, 1), projection^T (P, D))``; the bias
-        has the forget bias added to its ``f`` block.
-        """
-        d = self.units
-        dtype = self.bias.dtype
-        forget_bias = keras.ops.concatenate(
-            [
-                keras.ops.zeros([2 * d], dtype),
-                keras.ops.full([d], self.forget_bias, dtype),
-                keras.ops.zeros([d], dtype),
-            ]
-        )
-        return (
-            keras.ops.transpose(self.kernel),
-            keras.ops.expand_dims(self.bias + forget_bias, 1),
-            keras.ops.transpose(self.projection_kernel),
-        )
-
-    def feature_major_step(self, inputs, states, weights):
-        """One time step of :meth:`step` with every tensor transposed: ``(features, B)``.
-
-        Args:
-            inputs: ``(input_dim, B)``.
-            states: ``[c (D, B), h (P, B)]``.
-            weights: :meth:`feature_major_weights`.
-
-        Returns:
-            ``(h, [c, h])``, feature-major.
-        """
-        c_prev, h_prev = states
-        kernel, bias, projection_kernel = weights
-        z = keras.ops.matmul(kernel, keras.ops.concatenate([inputs, h_prev], axis=0)) + bias
-        i, j, f, o = keras.ops.split(z, 4, axis=0)  # contiguous row blocks
-        c = keras.ops.sigmoid(f) * c_prev + keras.ops.sigmoid(i) * keras.ops.tanh(j)
-        if self.cell_clip is not None:
-            c = keras.ops.clip(c, -self.cell_clip, self.cell_clip)
-        h = keras.ops.matmul(projection_kernel, keras.ops.sigmoid(o) * keras.ops.tanh(c))
         if self.proj_clip is not None:
             h = keras.ops.clip(h, -self.proj_clip, self.proj_clip)
         return h, [c, h]
