@@ -11,7 +11,9 @@ import h5py
 import pytest
 from conftest import TINY
 
+import elmo_tf
 from elmo_tf import files
+from elmo_tf.cli import stop_signals
 from elmo_tf.cli.main import main
 
 MODEL = ["--options", str(TINY / "options.json"), "--weights", str(TINY / "weights.hdf5")]
@@ -76,6 +78,57 @@ def test_sigterm_removes_the_partial_file_at_once(tmp_path):
     _, stderr = child.communicate(timeout=60)
     assert child.returncode == 143, stderr[-2000:]
     assert _error_lines(stderr) == ["elmo-tf embed: error: terminated"]
+    assert output.read_bytes() == PREVIOUS
+    assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.hdf5"]
+
+
+@pytest.fixture
+def stop_handlers(monkeypatch):
+    """``elmo-tf``'s SIGTERM and SIGINT handlers in this process, for one test."""
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    monkeypatch.setattr(stop_signals, "_received", None)
+    stop_signals.install()
+    yield
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def _signal_after_one_batch(monkeypatch, sig, what_happens):
+    """``embed_batches`` that raises ``sig`` after its first batch; ``what_happens`` to the
+    exception the handler raises: ``"mangled"`` (a C extension's call back turned it into a
+    ``TypeError``, as TensorFlow's ``nest`` did in CI) or ``"swallowed"`` (as in a ``__del__``).
+    """
+    real = elmo_tf.ELMo.embed_batches
+
+    def signalled(self, *args, **kwargs):
+        batches = real(self, *args, **kwargs)
+        yield next(batches)
+        try:
+            signal.raise_signal(sig)  # the handler runs before this returns
+        except BaseException as e:
+            if what_happens == "mangled":
+                raise TypeError("<built-in function __import__> returned a result") from e
+        yield from batches
+
+    monkeypatch.setattr(elmo_tf.ELMo, "embed_batches", signalled)
+
+
+@pytest.mark.parametrize("what_happens", ["mangled", "swallowed"])
+@pytest.mark.parametrize(
+    "sig, status, message",
+    [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")],
+    ids=["SIGTERM", "SIGINT"],
+)
+def test_a_stop_signal_ends_the_command_whatever_became_of_its_exception(
+    tmp_path, capsys, monkeypatch, stop_handlers, sig, status, message, what_happens
+):
+    source = _corpus(tmp_path / "in.txt", lines=4)
+    output = tmp_path / "out.hdf5"
+    output.write_bytes(PREVIOUS)
+    _signal_after_one_batch(monkeypatch, sig, what_happens)
+    argv = ["embed", str(source), str(output), *MODEL, "--batch-size", "1"]
+    assert main(argv) == status
+    assert _error_lines(capsys.readouterr().err) == [f"elmo-tf embed: error: {message}"]
     assert output.read_bytes() == PREVIOUS
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.hdf5"]
 

@@ -5,6 +5,7 @@ import sys
 import time
 
 from elmo_tf import native_logs
+from elmo_tf.cli import stop_signals
 from elmo_tf.errors import ElmoError
 
 
@@ -98,7 +99,11 @@ class Progress:
         )
 
     def update(self, items, tokens=0):
-        """Records ``items`` more items holding ``tokens`` tokens."""
+        """Records ``items`` more items holding ``tokens`` tokens.
+
+        A stop signal whose exception was swallowed (see ``stop_signals``) ends the command here.
+        """
+        stop_signals.raise_if_received()
         self.done += items
         self.tokens += tokens
         self._bar.set_postfix_str(self._postfix(time.monotonic()), refresh=False)

@@ -6,7 +6,7 @@ adding its module and its name to ``COMMANDS``.
 
 Exit status: 0 on success, 1 for an error the user can fix (reported as one line
 ``elmo-tf <command>: error: ...`` on stderr, never a traceback), 2 for a usage error,
-130 when interrupted.
+130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM).
 
 TensorFlow's native start-up logs are hidden unless ``--verbose`` is given or
 ``TF_CPP_MIN_LOG_LEVEL=0`` is set (``elmo_tf.cli.native_logs``).
@@ -17,10 +17,10 @@ import contextlib
 import importlib
 import os
 import re
-import signal
 import sys
 
 from elmo_tf import native_logs
+from elmo_tf.cli import stop_signals
 from elmo_tf.errors import ElmoError, OutputFileError
 
 PROG = "elmo-tf"
@@ -91,21 +91,14 @@ class PlainTextHelpFormatter(argparse.HelpFormatter):
         return plain_text(super()._expand_help(action))
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that cleanup code runs (temporary files)."""
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated()
-
-
 def console_main():
     """The ``elmo-tf`` console script: ``main`` with TensorFlow's native noise filtered.
 
-    SIGTERM ends a command the way Ctrl-C does: its temporary files are removed (a command
-    that handles SIGTERM itself, ``serve``, installs its own handler).
+    SIGTERM ends a command the way Ctrl-C does: its temporary files are removed, and it exits
+    with 143 (130 for Ctrl-C) whatever exception the signal turned into on its way out
+    (``elmo_tf.cli.stop_signals``; ``serve`` installs its own handlers).
     """
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    stop_signals.install()
     sys.exit(main(as_command=True))
 
 
@@ -134,8 +127,17 @@ def main(argv=None, as_command=False):
     try:
         with native_logs.filtered_stderr() if quiet else contextlib.nullcontext():
             return args.run(args)
-    except OutputFileError as e:
-        status = fail(e)
+    except BaseException as e:
+        return _report(e, fail, as_command)
+
+
+def _report(error, fail, as_command):
+    """The exit status for ``error``, which ended a command; re-raises a bug's exception."""
+    stopped = stop_signals.received()
+    if stopped is not None:  # whatever the signal's exception became (see stop_signals)
+        return fail(stop_signals.MESSAGE[stopped], status=stop_signals.STATUS[stopped])
+    if isinstance(error, OutputFileError):
+        status = fail(error)
         if as_command:
             # HDF5 cannot close a file whose writes failed: its exit handler would retry and
             # crash the interpreter. The partial file is gone and the message is out: exit now.
@@ -143,15 +145,16 @@ def main(argv=None, as_command=False):
             sys.stderr.flush()
             os._exit(status)
         return status
-    except ElmoError as e:  # every error a user can fix; anything else is a bug: traceback
-        return fail(e)
-    except OSError as e:  # disk full, permission denied, ...: the user's to fix, not a bug
-        where = f"{e.filename}: " if e.filename else ""
-        return fail(f"{where}{e.strerror or e}")
-    except KeyboardInterrupt:
+    if isinstance(error, ElmoError):  # every error a user can fix; anything else is a bug
+        return fail(error)
+    if isinstance(error, OSError):  # disk full, permission denied, ...: the user's to fix
+        where = f"{error.filename}: " if error.filename else ""
+        return fail(f"{where}{error.strerror or error}")
+    if isinstance(error, KeyboardInterrupt):
         return fail("interrupted", status=130)
-    except Terminated:
+    if isinstance(error, stop_signals.Terminated):
         return fail("terminated", status=143)
+    raise error
 
 
 if __name__ == "__main__":

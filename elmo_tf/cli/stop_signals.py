@@ -1,0 +1,55 @@
+"""SIGTERM and Ctrl-C in the ``elmo-tf`` command: the command ends as an exception ends it.
+
+The handlers raise in the main thread (``Terminated``, ``KeyboardInterrupt``) so that cleanup
+code runs: ``files.atomic_path`` removes its temporary and a previous output stays. Python runs
+a handler between any two bytecodes, also inside a C extension's call back into Python
+(TensorFlow's ``nest`` flattening calls ``isinstance`` and ``__import__``); an exception raised
+there can come out as a ``SystemError`` or ``TypeError``, or be swallowed outright (in a
+``__del__``). So the handlers also record the signal: ``main`` reports whatever exception
+arrives after one as that signal's ending, and ``raise_if_received`` (called by ``Progress``
+at every update) ends a command whose exception was swallowed.
+"""
+
+import signal
+
+STATUS = {signal.SIGTERM: 143, signal.SIGINT: 130}
+MESSAGE = {signal.SIGTERM: "terminated", signal.SIGINT: "interrupted"}
+
+_received = None
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that cleanup code runs (temporary files)."""
+
+
+def install():
+    """Handles SIGTERM and SIGINT in this process (``serve`` replaces both while it runs).
+
+    A signal the process was started ignoring (``nohup``, a shell's background job) stays
+    ignored, as Python leaves it.
+    """
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _handle)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _handle)
+
+
+def received():
+    """The stop signal this process received (``signal.SIGTERM`` or ``SIGINT``), or ``None``."""
+    return _received
+
+
+def raise_if_received():
+    """Raises the received stop signal's exception again (one that was swallowed)."""
+    if _received is not None:
+        raise _exception(_received)
+
+
+def _handle(signum, frame):
+    global _received
+    _received = signal.Signals(signum)
+    raise _exception(_received)
+
+
+def _exception(signum):
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
