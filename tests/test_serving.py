@@ -428,6 +428,13 @@ BAD_REST = {
         413,
         "over the limit",
     ),
+    # Far more than the sockets buffer: the client is still writing when the 413 goes out.
+    "far over the size limit": (
+        "/v1/models/elmo:predict",
+        {"instances": ["w " * (16 * MAX_REQUEST_BYTES)]},
+        413,
+        "over the limit",
+    ),
 }
 
 

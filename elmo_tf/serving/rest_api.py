@@ -22,10 +22,12 @@ idle, or slow to send its request, for ``timeout`` seconds is closed, so a slow 
 hold a thread. A client that closes its connection while its request waits is not computed
 (the batcher asks before each chunk, as for a cancelled gRPC call).
 A POST needs a ``Content-Length`` (400 if it is missing, negative or not a
-number); a body over the limit is answered 413 without being read (also on ``Expect:
-100-continue``), and the connection closed. JSON nested too deep for the parser or holding an
-integer of more than 4300 digits is a 400. ``stop`` closes idle connections at once and the
-others when their request is answered or the grace period ends.
+number); a body over the limit is answered 413 without being parsed (also on ``Expect:
+100-continue``), and the connection closed after a lingering close: what the client still sends
+is read and dropped, for at most ``LINGER_SECONDS`` and ``LINGER_BYTES``, so that a client
+still writing its body reads the 413 instead of a connection reset. JSON nested too deep for
+the parser or holding an integer of more than 4300 digits is a 400. ``stop`` closes idle
+connections at once and the others when their request is answered or the grace period ends.
 """
 
 import http.server
@@ -52,6 +54,9 @@ _MODEL = r"/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>\d+))?"
 GET_PATH = re.compile(_MODEL + r"(?P<metadata>/metadata)?/?")
 POST_PATH = re.compile(_MODEL + r":(?P<method>[a-z]+)")
 REQUEST_QUEUE_SIZE = 1024  # listen backlog: bursts of new connections wait instead of failing
+# A refused body is drained (read and dropped) for at most this long and this much.
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 64 * 1024 * 1024
 
 
 class RestHandler(http.server.BaseHTTPRequestHandler):
@@ -66,14 +71,39 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
 
     def setup(self):
         self.timeout = self.server.timeout_seconds  # socket timeout: idle and slow clients
+        self.body_refused = False  # a body left unread: drain it before closing
         super().setup()
         self.server.track(self, busy=False)
 
     def finish(self):
         try:
-            super().finish()
+            super().finish()  # the answer is flushed
+            if self.body_refused:
+                self._linger()
         finally:
             self.server.untrack(self)
+
+    def _linger(self):
+        """Reads and drops what the client still sends of a refused body, within
+        ``LINGER_SECONDS`` and ``LINGER_BYTES``.
+
+        Closing a socket whose received data is unread sends a reset: a client still writing
+        its body would get EPIPE or ECONNRESET instead of the answer already sent. The write
+        side is shut first, so the client reads the answer and then end of file.
+        """
+        sock = self.connection
+        deadline = time.monotonic() + LINGER_SECONDS
+        left = LINGER_BYTES
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            while left > 0 and (remaining := deadline - time.monotonic()) > 0:
+                sock.settimeout(remaining)
+                data = sock.recv(min(left, 1 << 16))
+                if not data:  # the client closed: nothing is left to drain
+                    return
+                left -= len(data)
+        except OSError:  # timed out, reset, or closed by stop()
+            pass
 
     def handle_one_request(self):
         try:
@@ -93,6 +123,7 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
         length = _content_length(self.headers)
         if isinstance(length, int) and length > self.server.max_request_bytes:
             self.close_connection = True
+            self.body_refused = True  # in case the client sends it anyway
             self._send(413, {"error": _too_large(length, self.server.max_request_bytes)})
             return False
         return super().handle_expect_100()
@@ -217,10 +248,12 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
         length = _content_length(self.headers)
         if not isinstance(length, int):
             self.close_connection = True  # the body's end is unknown: the connection is unusable
+            self.body_refused = True
             raise invalid_argument(length)
         limit = self.server.max_request_bytes
         if length > limit:
             self.close_connection = True  # the body is not read
+            self.body_refused = True
             raise resource_exhausted(_too_large(length, limit), http_status=413)
         return parse_json_body(self._read_body(length))
 
