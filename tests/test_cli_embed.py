@@ -13,7 +13,7 @@ from numerics import assert_reordered
 
 import elmo_tf
 from elmo_tf import pretrained
-from elmo_tf.cli import embed
+from elmo_tf.cli import embed, stop_signals
 from elmo_tf.cli.main import main
 
 pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
@@ -234,6 +234,8 @@ def test_version(capsys):
 
 def test_python_dash_m(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["elmo_tf", "--version"])
+    # The console entry point installs its stop-signal handlers: not in the test process.
+    monkeypatch.setattr(stop_signals, "install", lambda: None)
     with pytest.raises(SystemExit) as exit_info:
         runpy.run_module("elmo_tf", run_name="__main__")
     assert exit_info.value.code == 0

@@ -87,6 +87,10 @@ def stop_handlers(monkeypatch):
     """``elmo-tf``'s SIGTERM and SIGINT handlers in this process, for one test."""
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     monkeypatch.setattr(stop_signals, "_received", None)
+    # Python's defaults first: install() keeps a signal that the test process inherited as
+    # ignored (a CI job started in the background) ignored.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     stop_signals.install()
     yield
     for sig, handler in previous.items():

@@ -504,7 +504,10 @@ def test_batcher_isolates_a_failing_request():
             raise ServingError(grpc.StatusCode.INVALID_ARGUMENT, "input 'x' must be positive")
         return {"y": inputs["x"] * 2}
 
-    options = BatchingOptions(max_batch_size=8, batch_timeout_micros=200_000, num_batch_threads=1)
+    # The batch closes when its 4 rows are queued (2 + 1 + 1), not when a timer runs out.
+    options = BatchingOptions(
+        max_batch_size=4, batch_timeout_micros=int(TIMEOUT * 1e6), num_batch_threads=1
+    )
     batcher = Batcher(run, SignatureSpec("double", signature_def), options)
     try:
         values = [np.array([1, 2], np.int32), np.array([-1], np.int32), np.array([3], np.int32)]
@@ -601,7 +604,7 @@ def test_sigterm_finishes_the_request_in_flight(base_path):
         "--poll-seconds",
         "0",
         "--batch-timeout-micros",
-        "3000000",
+        "6000000",
     ]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
@@ -612,7 +615,7 @@ def test_sigterm_finishes_the_request_in_flight(base_path):
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
             future = stub.Predict.future(make_request(SENTENCES), timeout=TIMEOUT)
-            time.sleep(1.0)  # the request is queued in the server
+            time.sleep(2.0)  # the request is queued in the server, for 6 s
             process.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
             response = future.result(timeout=TIMEOUT)

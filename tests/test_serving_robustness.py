@@ -181,7 +181,8 @@ def test_declared_shapes_are_checked_before_allocating(case, stub):
         stub.Predict(_request(signature, **protos), timeout=TIMEOUT)
     assert e.value.code().name == code, e.value.details()
     assert fragment in e.value.details()
-    assert time.monotonic() - start < 5  # nothing of 10**7 or 2**40 elements was made
+    # Nothing of 10**7 or 2**40 elements was made (seconds to fill; 2**40 cannot be at all).
+    assert time.monotonic() - start < 20
     _still_up(stub)
 
 
@@ -313,7 +314,9 @@ def test_batcher_drops_a_request_whose_client_has_gone():
             )
             assert entered.wait(TIMEOUT)  # its first chunk [0, 1] is running
             gone = pool.submit(batcher.submit, {"x": np.array([7], np.int32)}, 1, lambda: False)
+            deadline = time.monotonic() + TIMEOUT
             while batcher.queued_rows < 5:
+                assert time.monotonic() < deadline
                 time.sleep(0.01)
             alive["long"] = False  # the client gives up while its first chunk runs
             release.set()
@@ -396,9 +399,17 @@ def _behind_a_running_request(server, stub, monkeypatch):
 
 
 def test_grpc_deadline_passed_in_the_queue_is_not_computed(server, stub, monkeypatch):
-    with _behind_a_running_request(server, stub, monkeypatch):
+    with _behind_a_running_request(server, stub, monkeypatch) as batcher:
+        queued = batcher.queued_rows
+        # A deadline long enough to reach the queue on a loaded machine (one that passed
+        # before the handler ran would never be queued), then it passes while queued.
+        call = stub.Predict.future(make_request(["too late"]), timeout=3.0)
+        deadline = time.monotonic() + TIMEOUT
+        while batcher.queued_rows == queued:
+            assert time.monotonic() < deadline and not call.done(), "never queued"
+            time.sleep(0.01)
         with pytest.raises(grpc.RpcError) as e:
-            stub.Predict(make_request(["too late"]), timeout=0.5)
+            call.result(TIMEOUT)
         assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
 
 
@@ -431,7 +442,11 @@ def test_rest_expect_100_continue(server):
     body = json.dumps({"instances": ["a b"]}).encode()
     with socket.create_connection(("127.0.0.1", server.rest_port), timeout=TIMEOUT) as sock:
         sock.sendall(f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode())
-        interim = sock.recv(4096)
+        interim = b""
+        while b"\r\n\r\n" not in interim:
+            chunk = sock.recv(4096)
+            assert chunk, f"closed before the interim answer: {interim!r}"
+            interim += chunk
         assert interim.startswith(b"HTTP/1.1 100 Continue"), interim
         sock.sendall(body)
         data = interim.split(b"\r\n\r\n", 1)[1]
@@ -471,7 +486,7 @@ def test_rest_slow_and_idle_clients_are_cut_off(request, base_path):
         with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
             sock.sendall(sent)
             waited, data = closed_within(sock, TIMEOUT)
-            assert 0.5 < waited < 5.0, (name, waited)
+            assert 0.5 < waited < 15.0, (name, waited)  # cut off, long before TIMEOUT
             assert data == b"" or data.startswith(b"HTTP/1.1 4"), (name, data)
     deadline = time.monotonic() + TIMEOUT
     while server._rest._connections:  # every handler thread let go of its connection
@@ -549,17 +564,20 @@ def test_sigterm_exits_within_grace_with_an_idle_keepalive_connection(base_path)
             keepalive.sendall(b"GET /v1/models/elmo HTTP/1.1\r\nHost: x\r\n\r\n")
             answer = b""
             while b"\r\n\r\n" not in answer or len(answer) < _expected(answer):
-                answer += keepalive.recv(65536)
+                data = keepalive.recv(65536)
+                assert data, f"the server closed the connection mid-answer: {answer!r}"
+                answer += data
             assert answer.startswith(b"HTTP/1.1 200")  # then idle, kept open
             process.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
-            assert process.wait(timeout=grace + 20) == 0
-            exited = time.monotonic() - signalled
-            assert keepalive.recv(65536) == b""  # the server closed the idle connection
+            assert keepalive.recv(65536) == b""  # the server closes the idle connection
+            closed = time.monotonic() - signalled
+            # The exit itself (interpreter and TensorFlow teardown) is bounded, not timed.
+            assert process.wait(timeout=grace + 60) == 0
         finally:
             keepalive.close()
             silent.close()
-        assert exited < grace + 10, exited  # interpreter teardown takes a few seconds
+        assert closed < grace + 5, closed  # within the grace period, not the 30 s timeout
     finally:
         if process.poll() is None:
             process.kill()

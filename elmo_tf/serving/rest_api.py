@@ -55,7 +55,7 @@ GET_PATH = re.compile(_MODEL + r"(?P<metadata>/metadata)?/?")
 POST_PATH = re.compile(_MODEL + r":(?P<method>[a-z]+)")
 REQUEST_QUEUE_SIZE = 1024  # listen backlog: bursts of new connections wait instead of failing
 # A refused body is drained (read and dropped) for at most this long and this much.
-LINGER_SECONDS = 2.0
+LINGER_SECONDS = 10.0
 LINGER_BYTES = 64 * 1024 * 1024
 
 
