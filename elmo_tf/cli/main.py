@@ -133,8 +133,9 @@ def main(argv=None, as_command=False):
 
 def _report(error, fail, as_command):
     """The exit status for ``error``, which ended a command; re-raises a bug's exception."""
-    stopped = stop_signals.received()
-    if stopped is not None:  # whatever the signal's exception became (see stop_signals)
+    # A received signal wins whatever its exception became on the way out (see stop_signals).
+    stopped = stop_signals.received() or stop_signals.signal_of(error)
+    if stopped is not None:
         return fail(stop_signals.MESSAGE[stopped], status=stop_signals.STATUS[stopped])
     if isinstance(error, OutputFileError):
         status = fail(error)
@@ -150,10 +151,6 @@ def _report(error, fail, as_command):
     if isinstance(error, OSError):  # disk full, permission denied, ...: the user's to fix
         where = f"{error.filename}: " if error.filename else ""
         return fail(f"{where}{error.strerror or error}")
-    if isinstance(error, KeyboardInterrupt):
-        return fail("interrupted", status=130)
-    if isinstance(error, stop_signals.Terminated):
-        return fail("terminated", status=143)
     raise error
 
 

@@ -39,6 +39,15 @@ def received():
     return _received
 
 
+def signal_of(error):
+    """The stop signal ``error`` stands for (``Terminated``, ``KeyboardInterrupt``), or ``None``."""
+    if isinstance(error, Terminated):
+        return signal.SIGTERM
+    if isinstance(error, KeyboardInterrupt):
+        return signal.SIGINT
+    return None
+
+
 def raise_if_received():
     """Raises the received stop signal's exception again (one that was swallowed)."""
     if _received is not None:
