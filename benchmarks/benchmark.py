@@ -4,7 +4,7 @@
 Run with the main environment's python; the peer runs in its own virtualenv
 (benchmarks/setup_peer_venv.sh, default /opt/peer-venv):
 
-  python benchmarks/benchmark.py                      # small + full, B = 32, 64, 3 repeats
+  python benchmarks/benchmark.py                      # small + full, B = 64, 128, 3 repeats
   python benchmarks/benchmark.py --quick              # smoke test: small, 200 sentences, 1 repeat
   python benchmarks/benchmark.py --shapes full --batch-sizes 64 --peer-sorted
 
@@ -530,7 +530,11 @@ def parse_args(argv):
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--shapes", help="comma list of small,full (default small,full)")
-    ap.add_argument("--batch-sizes", default="32,64", help="comma list (default 32,64)")
+    ap.add_argument(
+        "--batch-sizes",
+        default="64,128",
+        help="comma list (default 64,128: the peer's fastest and elmo-tf's default)",
+    )
     ap.add_argument("--repeats", type=int, help="timed passes per configuration (default 3)")
     ap.add_argument("--sentences", help="one whitespace-tokenised sentence per line")
     ap.add_argument("--n", type=int, help="sentences to generate without --sentences (2000)")
