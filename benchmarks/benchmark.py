@@ -35,7 +35,8 @@ embed`` set (two inter-op threads, each op on half the cores; elmo-tf's children
 peer's get TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS, which its TF1 session reads),
 "tf-default" TensorFlow's defaults. --threads (default elmo-tf) sets elmo-tf's side,
 --peer-threads (default tf-default: on the README's corpus the bilm-tf graph ran faster with
-them, strict full shape 287 vs 234 tokens/s with elmo-tf's pools) the peer's. The matmul rate
+them on the project's Intel machine, strict full shape 287 vs 234 tokens/s with elmo-tf's
+pools) the peer's. The matmul rate
 is always measured with TensorFlow's defaults (each matmul on every core, the machine's
 ceiling). TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS of the caller's environment reach no
 child: the report states the pools each side ran with.
@@ -74,8 +75,8 @@ FLOPS_NOTE = (
     "element-wise ops, <S>/</S> and padding are not counted. Both implementations are scored "
     "with the same count, so the fractions compare fairly, but elmo-tf executes fewer FLOPs "
     "than that: its token cache runs the char CNN, highway and projection once per distinct "
-    "token of the call (distinct_tokens in workload), and its length-sorted batches pad less "
-    "(padded_positions per row)."
+    "token of the call (distinct_tokens in workload); the peer executes more (its graph also "
+    "runs on padding), so its fraction understates its kernels' rate."
 )
 
 
@@ -391,7 +392,10 @@ def ensure_weights(shape, weights_dir):
     files = {"options": os.path.join(d, "options.json"), "weights": os.path.join(d, "weights.hdf5")}
     if not all(os.path.exists(p) for p in files.values()):
         log(f"writing random {shape} weights to {d}")
-        subprocess.run([sys.executable, MAKE_WEIGHTS, shape, weights_dir], check=True)
+        # its report goes to stderr with the progress: stdout is the markdown table
+        subprocess.run(
+            [sys.executable, MAKE_WEIGHTS, shape, weights_dir], check=True, stdout=sys.stderr
+        )
     return files
 
 
@@ -404,7 +408,9 @@ def ensure_corpus(args):
         python = args.peer_python
     path = os.path.join(os.path.dirname(os.path.abspath(args.json)), f"sotu_{args.n}.txt")
     log(f"writing {args.n} State of the Union sentences to {path}")
-    subprocess.run([python, MAKE_CORPUS, "--n", str(args.n), "--out", path], check=True)
+    subprocess.run(
+        [python, MAKE_CORPUS, "--n", str(args.n), "--out", path], check=True, stdout=sys.stderr
+    )
     return path
 
 
