@@ -36,10 +36,9 @@ peer's get TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS, which its TF1 sess
 "tf-default" TensorFlow's defaults. --threads (default elmo-tf) sets elmo-tf's side,
 --peer-threads (default tf-default: on the README's corpus the bilm-tf graph ran faster with
 them on the project's Intel machine, strict full shape 287 vs 234 tokens/s with elmo-tf's
-pools) the peer's. The matmul rate
-is always measured with TensorFlow's defaults (each matmul on every core, the machine's
-ceiling). TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS of the caller's environment reach no
-child: the report states the pools each side ran with.
+pools) the peer's. The matmul rate is always measured with TensorFlow's defaults (each matmul
+on every core, the machine's ceiling). TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS of the
+caller's environment reach no child: the report states the pools each side ran with.
 
 tokens/s counts real tokens (no <S>/</S>, no padding); the table gives the median over the
 repeats with the min-max range. Progress goes to stderr, the markdown table to stdout and

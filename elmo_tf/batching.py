@@ -16,13 +16,13 @@ import numpy as np
 # 128 stays. The small shape does not care (9,619 vs 9,587).
 DEFAULT_BATCH_SIZE = 128
 
-# Padded tokens per batch (rows x its longest sentence) allowed by default: 128 x 48. Every
-# tensor of a batch is (B, T + 2, ...) (the per-layer outputs, the mixed result) except the
-# largest, the input half of each LSTM gate for all steps (``run_directions``: 4D float32 per
-# real position and direction, 64 KiB for the published D = 4096), so a batch's memory follows
-# B x T, not B. Sentences of up to 48 tokens
-# (98% of the README's benchmark corpus, ``make_corpus.py --n 1000 --seed 7``: mean 22, 95th
-# percentile 44, max 119) still fill the default 128 rows; only the long tail gets fewer.
+# Padded tokens per batch (rows x its longest sentence) allowed by default: 128 x 48. A
+# batch's tensors are (B, T + 2, ...) (char ids, every layer's outputs, the mixed result), so
+# its memory follows B x T, not B; only the input half of the LSTM gates (``run_directions``,
+# 4D float32 per real position and direction, 64 KiB for the published D = 4096) follows the
+# real tokens. Sentences of up to 48 tokens (98% of the README's benchmark corpus,
+# ``make_corpus.py --n 1000 --seed 7``: mean 22, 95th percentile 44, max 119) still fill the
+# default 128 rows; only the long tail gets fewer.
 DEFAULT_MAX_BATCH_TOKENS = DEFAULT_BATCH_SIZE * 48
 
 
