@@ -14,8 +14,13 @@ directions, every layer: the input half of the gates, one matmul for all steps, 
 half and the projection, all on the real positions only, since the biLSTM skips padding), as a
 fraction of the machine's float32 matmul rate (tf.matmul 2048², the best of 3 medians of 7,
 measured in a child process with TensorFlow's default pools: every core on one matmul, the
-machine's ceiling). The model runs with ``elmo_tf.configure_threads()``'s pools unless ``--threads
-tf-default``.
+machine's ceiling). A shared machine's rate drifts by several percent over minutes, so the rate
+is read before and after every timed pass (the model process idle meanwhile) and the fraction
+divides by the median of the readings around that batch size's passes; their range is printed.
+With several ``--batch-size`` values, every size gets its warm-up pass first and then their
+timed passes take turns: timed one after the other in one process, the second size read
+faster (B = 256 after 128: biLSTM +6 to +10%; 128 after 256: +0 to +4%).
+The model runs with ``elmo_tf.configure_threads()``'s pools unless ``--threads tf-default``.
 
     python benchmarks/profile_embed.py --options O --weights W --sentences FILE [--batch-size 64]
 """
@@ -47,6 +52,14 @@ def matmul_gflops(n=2048, repeats=7, rounds=3):
             times.append(time.perf_counter() - t)
         medians.append(statistics.median(times))
     return 2 * n**3 / min(medians) / 1e9
+
+
+def read_matmul_gflops():
+    """The matmul rate, read in a fresh child process with TensorFlow's default pools."""
+    child = subprocess.run(
+        [sys.executable, __file__, "--_matmul"], capture_output=True, text=True, check=True
+    )
+    return float(child.stdout)
 
 
 def lstm_flops(config):
@@ -118,36 +131,48 @@ def main():
     sentences = [line.split() for line in open(args.sentences, encoding="utf-8")]
     sentences = [s for s in sentences if s]
     n_tokens = sum(map(len, sentences))
-    rate = float(
-        subprocess.run(
-            [sys.executable, __file__, "--_matmul"], capture_output=True, text=True, check=True
-        ).stdout
-    )
     if args.threads == "elmo-tf":
         elmo_tf.configure_threads()
     model = elmo_tf.load_pretrained(args.options, args.weights)
     input_flops, recurrent_flops = lstm_flops(model.config)
     print(
-        f"{len(sentences)} sentences, {n_tokens} tokens; matmul {rate:.1f} GFLOP/s; biLSTM "
+        f"{len(sentences)} sentences, {n_tokens} tokens; biLSTM "
         f"{input_flops / 1e6:.1f} + {recurrent_flops / 1e6:.1f} MFLOP per real position "
         "(input half + recurrence)",
         file=sys.stderr,
     )
-    print("| batch | tokens/s | host | encoder | biLSTM | copies | biLSTM GFLOP/s | % of matmul |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for batch_size in args.batch_size or [64]:
-        budget = args.max_batch_tokens
+    print(
+        "| batch | tokens/s | host | encoder | biLSTM | copies | biLSTM GFLOP/s "
+        "| matmul GFLOP/s (min-max) | % of matmul |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    batch_sizes = args.batch_size or [64]
+    budget = args.max_batch_tokens
+    for batch_size in batch_sizes:
         profile(model, sentences, batch_size, budget)  # warm-up: traces, allocator
-        runs = [profile(model, sentences, batch_size, budget) for _ in range(args.repeats)]
-        totals = {k: statistics.median(r[0][k] for r in runs) for k in runs[0][0]}
-        real = runs[0][1]
+    # The batch sizes' passes take turns, so that none gets the machine's quieter minutes.
+    runs = {b: [] for b in batch_sizes}
+    around = {b: [] for b in batch_sizes}  # the matmul readings just before and after each pass
+    reading = read_matmul_gflops()
+    for _ in range(args.repeats):
+        for batch_size in batch_sizes:
+            runs[batch_size].append(profile(model, sentences, batch_size, budget))
+            around[batch_size].append(reading)
+            reading = read_matmul_gflops()
+            around[batch_size].append(reading)
+    for batch_size in batch_sizes:
+        readings, batch_runs = around[batch_size], runs[batch_size]
+        rate = statistics.median(readings)
+        totals = {k: statistics.median(r[0][k] for r in batch_runs) for k in batch_runs[0][0]}
+        real = batch_runs[0][1]
         total = sum(totals.values())
         executed = real * (input_flops + recurrent_flops)
         gflops = executed / totals["bilstm"] / 1e9
         shares = " | ".join(f"{100 * totals[k] / total:.0f}%" for k in totals)
         print(
             f"| {batch_size} | {n_tokens / total:,.0f} | {shares} | {gflops:.1f} | "
-            f"{100 * gflops / rate:.0f}% |"
+            f"{rate:.1f} ({min(readings):.0f}-{max(readings):.0f}) | {100 * gflops / rate:.0f}% |",
+            flush=True,
         )
 
 
