@@ -18,8 +18,8 @@ machine's ceiling). A shared machine's rate drifts by several percent over minut
 is read before and after every timed pass (the model process idle meanwhile) and the fraction
 divides by the median of the readings around that batch size's passes; their range is printed.
 With several ``--batch-size`` values, every size gets its warm-up pass first and then their
-timed passes take turns: timed one after the other in one process, the second size read
-faster (B = 256 after 128: biLSTM +6 to +10%; 128 after 256: +0 to +4%).
+timed passes take turns: timed one after the other in one process, the second size mostly
+read faster (B = 256 after 128: biLSTM -0.3 to +10%; 128 after 256: +0 to +4%).
 The model runs with ``elmo_tf.configure_threads()``'s pools unless ``--threads tf-default``.
 
     python benchmarks/profile_embed.py --options O --weights W --sentences FILE [--batch-size 64]
