@@ -27,8 +27,16 @@ fraction of the matmul rate with zero elementwise work, no step overhead and bot
 slowing each other. The recurrent half streams its (P, 4D) kernel, 32 MB in the published
 shape, once per step for only B rows, so its rate depends on B.
 
+``--rows`` asks what a step costs as the rows still running shrink, as they do at the end of
+every length-sorted batch (``run_directions`` runs each step on the rows that still have a real
+position): both directions side by side under ``elmo_tf.configure_threads()``'s pools (as the
+model runs: on 2 cores, one thread each), at each ``--batch`` row count, the whole step and its
+two matmuls alone, in ms per step and as FLOP rate against two concurrent 2048² matmuls under
+the same pools.
+
     python benchmarks/lstm_step.py [--batch 64] [--steps 40] [--repeats 7]
     python benchmarks/lstm_step.py --bound [--batch 64 --batch 128 ...]
+    python benchmarks/lstm_step.py --rows [--batch 1 --batch 8 ...]
 """
 
 import argparse
@@ -37,6 +45,8 @@ import time
 
 import tensorflow as tf
 from profile_embed import matmul_gflops
+
+import elmo_tf
 
 
 def timed(fn, repeats):
@@ -84,6 +94,68 @@ def bound(batches, d, p, repeats, steps=10, input_rows_per_batch_row=24):
         print(f"| {b} | {cells} |")
 
 
+def rows_sweep(batches, d, p, steps, repeats):
+    """Prints a two-direction step's cost at each row count, matmuls alone and whole."""
+    threads = elmo_tf.configure_threads()
+    a, b = tf.random.normal([2048, 2048]), tf.random.normal([2048, 2048])
+    two_matmuls = tf.function(
+        lambda: tf.reduce_sum(tf.matmul(a, b)) + tf.reduce_sum(tf.matmul(b, a))
+    )
+    rate = 2 * 2 * 2048**3 / timed(lambda: two_matmuls().numpy(), repeats) / 1e9
+    kernels = [
+        (
+            tf.Variable(tf.random.normal([p, 4 * d], stddev=0.02)),
+            tf.Variable(tf.random.normal([d, p], stddev=0.02)),
+        )
+        for _ in range(2)
+    ]
+
+    def loop(rows, with_gates):
+        inputs = [tf.random.normal([rows, 4 * d]) for _ in kernels]
+
+        @tf.function
+        def run():
+            states = [(tf.zeros([rows, d]), tf.zeros([rows, p])) for _ in kernels]
+            for _ in tf.range(steps):
+                new_states = []
+                for (recurrent_kernel, projection_kernel), x, (c, h) in zip(
+                    kernels, inputs, states
+                ):
+                    z = tf.matmul(h, recurrent_kernel)
+                    if with_gates:
+                        c, m = gates(x + z, c)
+                    else:  # keep the chain; the elementwise work is one small op
+                        c, m = c, z[:, :d]
+                    h = tf.clip_by_value(tf.matmul(m, projection_kernel), -3.0, 3.0)
+                    new_states.append((c, h))
+                states = new_states
+            return [tf.reduce_sum(c) + tf.reduce_sum(h) for c, h in states]
+
+        return timed(lambda: [v.numpy() for v in run()], repeats) / steps
+
+    print(
+        f"both directions side by side, (intra-op, inter-op) threads {threads}; D = {d}, P = {p}, "
+        f"{steps} steps; two concurrent tf.matmul 2048²: {rate:.1f} GFLOP/s"
+    )
+    print("| rows | step ms | GFLOP/s | % of matmul | matmuls alone ms | GFLOP/s | % of matmul |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for rows in batches:
+        flops = 2 * 2 * rows * (p * 4 * d + d * p)  # two directions
+        cells = []
+        for with_gates in (True, False):
+            seconds = loop(rows, with_gates)
+            gflops = flops / seconds / 1e9
+            cells.append(f"{1e3 * seconds:.2f} | {gflops:.1f} | {100 * gflops / rate:.0f}%")
+        print(f"| {rows} | {' | '.join(cells)} |", flush=True)
+
+
+def gates(z, c):
+    """The step's elementwise part, as ``LSTMCellWithProjection.step`` computes it (clip 3)."""
+    i, j, f, o = tf.split(z, 4, axis=-1)
+    c = tf.clip_by_value(tf.sigmoid(f + 1.0) * c + tf.sigmoid(i) * tf.tanh(j), -3.0, 3.0)
+    return c, tf.sigmoid(o) * tf.tanh(c)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch", type=int, action="append", help="repeatable (default 64)")
@@ -94,23 +166,27 @@ def main():
     ap.add_argument(
         "--bound", action="store_true", help="one-thread rates of the biLSTM's matmul shapes"
     )
+    ap.add_argument(
+        "--rows", action="store_true", help="a two-direction step's cost at each row count"
+    )
     args = ap.parse_args()
+    if args.bound and args.rows:
+        ap.error("--bound and --rows: one at a time")
+    if args.rows:
+        batches = args.batch or [1, 2, 4, 8, 16, 32, 51, 64, 96, 128]
+        rows_sweep(batches, args.units, args.projection, args.steps, args.repeats)
+        return
     if args.bound:
         bound(args.batch or [64, 128, 256], args.units, args.projection, args.repeats)
         return
     if args.batch and len(args.batch) > 1:
-        ap.error("--batch: one value, except with --bound")
+        ap.error("--batch: one value, except with --bound or --rows")
     b, d, p, steps = (args.batch or [64])[0], args.units, args.projection, args.steps
     rate = matmul_gflops(repeats=args.repeats)
 
     recurrent_kernel = tf.Variable(tf.random.normal([p, 4 * d], stddev=0.02))
     projection_kernel = tf.Variable(tf.random.normal([d, p], stddev=0.02))
     inputs = tf.random.normal([steps, b, 4 * d])
-
-    def gates(z, c):
-        i, j, f, o = tf.split(z, 4, axis=-1)
-        c = tf.clip_by_value(tf.sigmoid(f + 1.0) * c + tf.sigmoid(i) * tf.tanh(j), -3.0, 3.0)
-        return c, tf.sigmoid(o) * tf.tanh(c)
 
     fused_gates = tf.function(gates, jit_compile=True)
 
