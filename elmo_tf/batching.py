@@ -13,7 +13,7 @@ import numpy as np
 # tokens/s, B = 96 964, B = 128 (budget 6,144) 1,164 / 1,205, B = 128 (budget 8,192) 1,174,
 # B = 256 (budget 12,288) 1,130. Since the input half runs on real positions only, B = 256 on
 # the Zen 4 machine (default budget, passes interleaved with 128's) gains 2-3% tokens/s but
-# peaks 14% higher in RSS (the README's performance section), so 128 stays. The small shape
+# peaks 14-22% higher in RSS (the README's performance section), so 128 stays. The small shape
 # does not care (9,619 vs 9,587).
 DEFAULT_BATCH_SIZE = 128
 
