@@ -20,7 +20,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["elmo_tf", "elmo_tf.*"]),
     include_package_data=True,
-    package_data={"elmo_tf": ["pretrained/*/*", "data/*"]},
+    package_data={"elmo_tf": ["presets/*/*", "probes/*.tsv"]},
     # Ranges are those the test suite runs on (CI installs the newest in each); every entry
     # is imported by the base library.
     install_requires=[

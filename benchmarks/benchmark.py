@@ -206,7 +206,7 @@ def child_ours(spec):
     import numpy as np
 
     import elmo_tf
-    from elmo_tf import batching
+    from elmo_tf.models import length_batches
 
     import_s = time.perf_counter() - t0
     rss_after_import = rss_now_mib()
@@ -222,7 +222,7 @@ def child_ours(spec):
     # None: the library's default budget; 0: none.
     budget = spec.get("max_batch_tokens")
     if budget is None:
-        budget = batching.DEFAULT_MAX_BATCH_TOKENS
+        budget = length_batches.DEFAULT_MAX_BATCH_TOKENS
     limits = {"batch_size": batch_size, "max_batch_tokens": budget}
 
     def batches():
@@ -268,7 +268,7 @@ def child_ours(spec):
     lengths = [len(s) for s in sentences]
     padded = sum(
         len(idx) * (max(lengths[i] for i in idx) + 2)
-        for idx in batching.length_batches(lengths, batch_size, budget)
+        for idx in length_batches.length_batches(lengths, batch_size, budget)
     )
     import tensorflow as tf
 

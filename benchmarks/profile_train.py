@@ -7,7 +7,7 @@ median. Run it on an idle machine:
 
     python scripts/prepare_sotu.py /tmp/sotu_data
     python benchmarks/profile_train.py /tmp/sotu_data/train.txt \
-        --vocab elmo_tf/pretrained/sotu/vocab.txt \
+        --vocab elmo_tf/presets/sotu/vocab.txt \
         --variant default --variant num_sampled=2048 --variant num_sampled=1024 \
         --variant optimizer=adam
 

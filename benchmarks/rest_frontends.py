@@ -41,17 +41,19 @@ import http.client
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# serving/loadtest.py is a script, not in a package: its directory goes on the path to import it.
+sys.path.insert(0, os.path.join(ROOT, "serving"))
+import loadtest  # noqa: E402 - ServerProcess, proc_stats, percentile, format_table
+
 FRONT_ENDS = ("http.server", "aiohttp", "http.server-nagle")
 MAX_SECONDS = 300
 MAX_THREADS = 64
@@ -263,7 +265,7 @@ def serve(args):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.path.insert(0, ROOT)
     logging.basicConfig(level=logging.WARNING)
-    from elmo_tf.serving.batching import BatchingOptions
+    from elmo_tf.serving.options import BatchingOptions
     from elmo_tf.serving.server import ModelServer, ServerOptions
 
     base, exported = args.model_base_path, None
@@ -321,26 +323,7 @@ def serve(args):
 # --------------------------------------------------------------------------------------------
 
 
-def proc_stats(pid):
-    """``(cpu seconds, RSS MiB, threads)`` of process ``pid`` from ``/proc``, Nones if unknown."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-        with open(f"/proc/{pid}/status", encoding="ascii") as f:
-            status = f.read()
-    except (OSError, ValueError, IndexError):
-        return None, None, None
-    rss = re.search(r"^VmRSS:\s+(\d+) kB", status, re.M)
-    threads = re.search(r"^Threads:\s+(\d+)", status, re.M)
-    return (
-        cpu,
-        int(rss.group(1)) / 1024 if rss else None,
-        int(threads.group(1)) if threads else None,
-    )
-
-
-class ServerProcess:
+class BenchServer(loadtest.ServerProcess):
     """This script with ``--serve`` in a child process; stopped by closing its stdin."""
 
     def __init__(self, args):
@@ -357,46 +340,26 @@ class ServerProcess:
             command.append("--no-batching")
         self.log = tempfile.NamedTemporaryFile("w+", prefix="rest-bench-server-", suffix=".log")
         paths = [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        self.process = subprocess.Popen(
+        super().__init__(
             command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stop_by="stdin",
+            startup_seconds=STARTUP_SECONDS,
             stderr=self.log,
-            text=True,
             env=dict(os.environ, PYTHONPATH=os.pathsep.join(paths)),
-            cwd=ROOT,
         )
-        self.pid = self.process.pid
-        lines = []
-        reader = threading.Thread(
-            target=lambda: lines.append(self.process.stdout.readline()), daemon=True
-        )
-        reader.start()
-        reader.join(STARTUP_SECONDS)
-        if not lines or not lines[0].strip():
-            self.stop()
-            self.log.seek(0)
+        if not self.first_line.strip():
+            super().stop()
+            self.log.seek(0)  # the log is read before stop() closes (and deletes) it
             tail = self.log.read()[-4000:]
+            self.log.close()
             sys.exit(f"rest_frontends.py: the server did not start; its log ends:\n{tail}")
-        ready = json.loads(lines[0])
+        ready = json.loads(self.first_line)
         self.ports = ready["ports"]
         self.model_base_path = ready["model_base_path"]
 
     def stop(self):
-        if self.process.poll() is None:
-            try:
-                self.process.stdin.close()
-                self.process.wait(timeout=60)
-            except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait()
+        super().stop()
         self.log.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 def make_requests(args, sentences):
@@ -449,7 +412,7 @@ def run_load(port, requests, threads, seconds, pid=None):
             connection.close()
         results[index] = latencies, errors, connections
 
-    cpu_start, _, _ = proc_stats(pid) if pid else (None, None, None)
+    cpu_start, _, _ = loadtest.proc_stats(pid)
     start = time.monotonic()
     workers = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(threads)]
     for worker in workers:
@@ -457,7 +420,7 @@ def run_load(port, requests, threads, seconds, pid=None):
     for worker in workers:
         worker.join(seconds + 2 * REQUEST_TIMEOUT)
     wall = time.monotonic() - start
-    cpu_end, rss, server_threads = proc_stats(pid) if pid else (None, None, None)
+    cpu_end, rss, server_threads = loadtest.proc_stats(pid)
     latencies, errors, connections = [], {}, 0
     for result in results:
         if result is None:  # a thread still stuck in a request
@@ -477,20 +440,18 @@ def run_load(port, requests, threads, seconds, pid=None):
         "connections": connections,
         "seconds": round(wall, 3),
         "requests_per_s": ok / wall,
-        "p50_ms": _percentile(latencies, 50),
-        "p99_ms": _percentile(latencies, 99),
+        "p50_ms": _ms_percentile(latencies, 50),
+        "p99_ms": _ms_percentile(latencies, 99),
         "server_cpu_ms_per_request": None if cpu is None else 1000 * cpu / ok,
         "server_rss_mib": rss,
         "server_threads": server_threads,
     }
 
 
-def _percentile(values, q):
-    """The ``q``-th percentile (nearest rank, in ms) of sorted ``values`` (seconds)."""
-    if not values:
-        return None
-    rank = max(0, min(len(values) - 1, round(q / 100 * len(values) + 0.5) - 1))
-    return 1000 * values[rank]
+def _ms_percentile(values, q):
+    """The ``q``-th percentile, in ms, of sorted ``values`` (seconds); ``None`` if none."""
+    seconds = loadtest.percentile(values, q)
+    return None if seconds is None else 1000 * seconds
 
 
 def check_same_answers(ports, requests):
@@ -538,15 +499,6 @@ def medians(runs):
             row[key] = statistics.median(values) if values else None
         rows.append(row)
     return rows
-
-
-def markdown_table(rows):
-    lines = ["| " + " | ".join(h for h, _, _ in COLUMNS) + " |"]
-    lines.append("|---|" + "---:|" * (len(COLUMNS) - 1))
-    for row in rows:
-        cells = ["n/a" if row[k] is None else fmt.format(row[k]) for _, k, fmt in COLUMNS]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 def parse_args(argv=None):
@@ -611,7 +563,7 @@ def main(argv=None):
         sentences = [line.strip() for line in f if line.strip()]
     requests = make_requests(args, sentences)
     runs = []
-    with ServerProcess(args) as server:
+    with BenchServer(args) as server:
         print(
             f"server pid {server.pid}, model {server.model_base_path}, ports {server.ports}; "
             f"{args.threads} threads x {args.seconds:g} s x {args.repeats} repeat(s), "
@@ -636,7 +588,7 @@ def main(argv=None):
                     flush=True,
                 )
     print()
-    print(markdown_table(medians(runs)))
+    print(loadtest.format_table(COLUMNS, medians(runs), style="markdown"))
     if args.json:
         config = {k: v for k, v in vars(args).items() if k != "serve"}
         with open(args.json, "w", encoding="utf-8") as f:

@@ -1,52 +1,89 @@
 """elmo-tf: ELMo (Peters et al. 2018) for TensorFlow 2 and Keras 3.
 
 >>> import elmo_tf
->>> model = elmo_tf.load_pretrained("options.json", "weights.hdf5")
+>>> model = elmo_tf.ELMo.from_preset("sotu")  # the bundled model; 2P = 256
 >>> out = model.embed([["The", "cat", "sat", "."], ["Hello", "!"]])
 >>> out["elmo"].shape
-(2, 4, 1024)
+(2, 4, 256)
 
 ``import elmo_tf`` imports every public name, so its Keras classes (the layers, ``ELMo`` and
 ``ElmoLayer``) are registered and a ``.keras`` file holding them loads after this import alone.
-TensorFlow's harmless native start-up lines (oneDNN notice, missing CUDA drivers on a CPU
-machine) are dropped while it is imported; ``TF_CPP_MIN_LOG_LEVEL=0`` shows them.
+TensorFlow's harmless native start-up lines (oneDNN notice, CUDA probing on a machine without
+a GPU) are dropped while it starts; ``TF_CPP_MIN_LOG_LEVEL=0`` shows them.
+
+The one exception is the ``elmo-tf`` command itself (its console script, ``python -m elmo_tf``,
+``python -m elmo_tf.beam``): there the public names are imported on first use, so that
+``--help`` and argument errors answer without importing TensorFlow. Python runs this file
+before any submodule, the command line's included, so it has to know which process it is in:
+``_started_as_command`` reads the interpreter's own command line.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-import contextlib as _contextlib
+import importlib as _importlib
+import os as _os
 import sys as _sys
 
-from elmo_tf import native_logs as _native_logs
+from elmo_tf import _moved, native_logs
 
-if "tensorflow" not in _sys.modules:
-    with _native_logs.filtered_stderr() if _native_logs.wanted() else _contextlib.nullcontext():
-        import tensorflow as _tensorflow  # noqa: F401
+_moved.install()
 
-from elmo_tf.characters import batch_to_ids  # noqa: E402
-from elmo_tf.config import ElmoConfig, OptionsError  # noqa: E402
-from elmo_tf.cpu_threads import configure_threads  # noqa: E402
-from elmo_tf.elmo_layer import ElmoLayer  # noqa: E402
-from elmo_tf.models import ELMo, LSTMState  # noqa: E402
-from elmo_tf.presets import preset  # noqa: E402
-from elmo_tf.weight_file import (  # noqa: E402
-    WeightFileError,
-    load_pretrained,
-    load_weights,
-    save_weights,
-)
+# public name -> the module that defines it
+_PUBLIC = {
+    "ELMo": "elmo_tf.models",
+    "LSTMState": "elmo_tf.models",
+    "load_pretrained": "elmo_tf.models",
+    "ElmoConfig": "elmo_tf.config",
+    "ElmoLayer": "elmo_tf.export.elmo_layer",
+    "OptionsError": "elmo_tf.errors",
+    "WeightFileError": "elmo_tf.errors",
+    "batch_to_ids": "elmo_tf.characters",
+    "configure_threads": "elmo_tf.cpu_threads",
+    "load_weights": "elmo_tf.weight_file",
+    "preset": "elmo_tf.presets",
+    "save_weights": "elmo_tf.weight_file",
+}
+__all__ = sorted(_PUBLIC)
 
-__all__ = [
-    "ELMo",
-    "ElmoConfig",
-    "ElmoLayer",
-    "LSTMState",
-    "OptionsError",
-    "WeightFileError",
-    "batch_to_ids",
-    "configure_threads",
-    "load_pretrained",
-    "load_weights",
-    "preset",
-    "save_weights",
-]
+# How the elmo-tf command starts: its console script, or python -m with one of these modules.
+_COMMAND_SCRIPTS = ("elmo-tf", "elmo-tf.exe", "elmo-tf-script.py")
+_COMMAND_MODULES = ("elmo_tf", "elmo_tf.beam")
+_OPTIONS_WITH_VALUE = ("-W", "-X", "-Q")
+
+
+def _started_as_command(argv=None):
+    """Whether this interpreter was started as the ``elmo-tf`` command (``sys.orig_argv``)."""
+    argv = list(getattr(_sys, "orig_argv", ()) if argv is None else argv)
+    args = iter(argv[1:])
+    for arg in args:
+        if arg == "-m":
+            return next(args, None) in _COMMAND_MODULES
+        if arg.startswith("-m"):
+            return arg[2:] in _COMMAND_MODULES
+        if arg in _OPTIONS_WITH_VALUE:
+            next(args, None)
+        elif arg == "-c" or not arg.startswith("-") or arg == "-":
+            return _os.path.basename(arg) in _COMMAND_SCRIPTS
+    return False
+
+
+def _import_public_names():
+
+    native_logs.start_tensorflow_quietly()
+    for name, module in _PUBLIC.items():
+        globals()[name] = getattr(_importlib.import_module(module), name)
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        _import_public_names()
+        return globals()[name]
+    raise AttributeError(f"module 'elmo_tf' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+if not _started_as_command():
+    _import_public_names()

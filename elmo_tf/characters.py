@@ -133,6 +133,7 @@ def whitespace_to_space(sentences):
     """Maps every :data:`WHITESPACE` character of a UTF-8 string tensor to an ASCII space, in
     the graph (core op ``StaticRegexReplace``), so that ``tf.strings.split``, which splits on
     ASCII whitespace only, splits like :func:`split_tokens`."""
+    # lazy: the host-side mapping runs without TensorFlow (the command line imports it)
     import tensorflow as tf
 
     others = "".join(c for c in WHITESPACE if c not in " \t\n\v\f\r")
@@ -158,6 +159,7 @@ def tokens_to_char_ids(tokens):
         An int32 tensor of shape ``S + (50,)``. Callers zero the rows of padded positions
         themselves (an empty string is a real, empty token).
     """
+    # lazy: the host-side mapping runs without TensorFlow (the command line imports it)
     import tensorflow as tf
 
     tokens = tf.convert_to_tensor(tokens, dtype=tf.string)

@@ -21,6 +21,7 @@ pools then); ``elmo-tf embed`` calls it at start. Either environment variable
 
 import numbers
 import os
+import warnings
 
 ENV_VARS = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 
@@ -59,6 +60,7 @@ def configure_threads(intra_op=None, inter_op=None, warn=True):
     for name, value in (("intra_op", intra_op), ("inter_op", inter_op)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    # lazy: the command line imports this module before TensorFlow
     import tensorflow as tf
 
     threading = tf.config.threading
@@ -68,7 +70,6 @@ def configure_threads(intra_op=None, inter_op=None, warn=True):
     except RuntimeError:  # "... cannot be modified after initialization"
         if not warn:
             return None
-        import warnings
 
         warnings.warn(
             "elmo_tf.configure_threads: TensorFlow has already started its thread pools; "

@@ -31,17 +31,15 @@ import sys
 import numpy as np
 
 from elmo_tf import files
-from elmo_tf.batching import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.characters import split_tokens
 from elmo_tf.errors import InputFileError, OutputFileError
+from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
+from elmo_tf.text_lines import MAX_TOKENS_PER_LINE, read_text_lines
 
 LAYER_CHOICES = ("all", "top", "average")
-# One line's outputs grow with its length (the full model: about 20 KB per token for all
-# layers), so a runaway line is refused by name rather than exhausting memory.
-DEFAULT_MAX_TOKENS_PER_LINE = 10_000
 
 
-def check_line_lengths(sentences, path, max_tokens=DEFAULT_MAX_TOKENS_PER_LINE):
+def check_line_lengths(sentences, path, max_tokens=MAX_TOKENS_PER_LINE):
     """Raises ``InputFileError`` naming the first line of ``path`` over ``max_tokens`` tokens."""
     for number, sentence in enumerate(sentences, start=1):
         if len(sentence) > max_tokens:
@@ -54,7 +52,7 @@ def check_line_lengths(sentences, path, max_tokens=DEFAULT_MAX_TOKENS_PER_LINE):
 def read_sentences(path):
     """The tokens of each line of a UTF-8 text file (blank: ``[]``), split on whitespace as the
     served ``default`` signature splits (``characters.split_tokens``)."""
-    return [split_tokens(line) for line in files.read_text_lines(path, what="input")]
+    return [split_tokens(line) for line in read_text_lines(path, what="input")]
 
 
 def layer_stack(outputs, n_lstm_layers):
@@ -139,6 +137,7 @@ def _quiet_h5py_dealloc(previous_hook, unraisable):
 
 
 def _write(model, sentences, path, layers, batch_size, max_batch_tokens, on_batch, n_lstm_layers):
+    # lazy: the command line imports this module to parse its flags (h5py: 80 ms)
     import h5py
 
     with files.atomic_path(path) as tmp, h5py.File(tmp, "x") as out:

@@ -1,6 +1,6 @@
-"""Reading text files and writing any file, the same way everywhere.
+"""Writing any file the same way everywhere: atomically.
 
-Writing: ``atomic_path(path)`` yields a temporary name beside ``path`` (same directory, so the
+``atomic_path(path)`` yields a temporary name beside ``path`` (same directory, so the
 final rename is atomic on one filesystem); the caller writes the file or directory there, and
 on success it is renamed onto ``path``. On any failure (an exception, Ctrl-C, SIGTERM in the
 ``elmo-tf`` command) the temporary is removed and a previous ``path`` is left untouched: an
@@ -9,21 +9,13 @@ power loss) cannot clean up, so the next ``atomic_path`` for the same name remov
 temporaries whose writing process no longer exists (their names carry its pid). Files get
 the permissions of a plain ``open(path, "w")`` under the user's umask
 (``tempfile.mkstemp``'s 0600 would otherwise survive the rename).
-
-Reading: ``read_text_lines(path)`` reads UTF-8 text one line at a time: lines end at ``\\n``,
-``\\r\\n`` or ``\\r`` (line numbers are those an editor shows), a leading byte-order mark is
-dropped, and an undecodable line or a NUL byte raises ``InputFileError`` naming the file and
-the 1-based line.
 """
 
-import codecs
 import contextlib
 import os
 import re
 import secrets
 import shutil
-
-from elmo_tf.errors import InputFileError
 
 
 def temporary_name(path):
@@ -101,40 +93,3 @@ def write_bytes(path, data):
 def write_text(path, text):
     """Writes ``text`` as UTF-8 to ``path`` atomically (see ``atomic_path``)."""
     write_bytes(path, text.encode("utf-8"))
-
-
-def read_text_lines(path, what="input"):
-    """The lines of the UTF-8 text file ``path``, as a list of ``str`` without line ends.
-
-    Raises ``InputFileError`` naming the file (``what`` says which kind: ``"input"``,
-    ``"vocabulary"``, ...) when it is missing, unreadable, binary or not UTF-8; an
-    encoding error names the 1-based line and the offending byte.
-    """
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise InputFileError(f"{path}: {what} file not found") from None
-    except IsADirectoryError:
-        raise InputFileError(f"{path}: {what} is a directory, expected a text file") from None
-    except OSError as e:
-        raise InputFileError(f"{path}: cannot read {what} file ({e.strerror})") from None
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
-    lines = []
-    for number, line in enumerate(data.splitlines(), start=1):
-        nul = line.find(b"\0")
-        if nul >= 0:
-            raise InputFileError(
-                f"{path}: line {number} holds a NUL byte (at byte {nul + 1} of the line); "
-                f"expected a UTF-8 text {what} file"
-            )
-        try:
-            lines.append(line.decode("utf-8"))
-        except UnicodeDecodeError as e:
-            raise InputFileError(
-                f"{path}: line {number} is not valid UTF-8 "
-                f"(byte 0x{line[e.start]:02x} at byte {e.start + 1} of the line)"
-            ) from None
-    return lines

@@ -10,6 +10,10 @@ Everything else (the command's own messages, Python warnings, any other native w
 error) passes unchanged and in order.
 
 ``--verbose`` or ``TF_CPP_MIN_LOG_LEVEL=0`` turns the filter off.
+
+``start_tensorflow_quietly`` (what ``import elmo_tf`` does) imports TensorFlow and lets it find
+its devices inside the filter: the CUDA probing lines come at the first device query, not at
+import, and would otherwise reach a Python user's stderr at the first op.
 """
 
 import contextlib
@@ -31,6 +35,8 @@ _HARMLESS_SOURCES = (
     b"cuda_diagnostics.cc",
     b"cpu_feature_guard.cc",
     b"port.cc",
+    b"tf_tfl_flatbuffer_helpers.cc",  # the TFLite converter's "Ignored output_format"
+    b"add_port.cc",  # gRPC's bind failure, which the command reports in its own line
 )
 # Native messages that look alarming but only say which kernel runs.
 _HARMLESS_MESSAGES = (b"oneDNN supports DT_BOOL only on platforms with AVX-512",)
@@ -60,6 +66,21 @@ def wanted(verbose=False):
     return not verbose and os.environ.get("TF_CPP_MIN_LOG_LEVEL") != "0"
 
 
+def quiet():
+    """``filtered_stderr()`` unless the user asked for the native lines (``wanted``)."""
+    return filtered_stderr() if wanted() else contextlib.nullcontext()
+
+
+def start_tensorflow_quietly():
+    """Imports TensorFlow and initialises its devices, dropping the harmless native lines."""
+    if "tensorflow" in sys.modules and getattr(sys.modules["tensorflow"], "config", None):
+        return
+    with quiet():
+        import tensorflow as tf  # lazy: only when the public API is first needed
+
+        tf.config.list_physical_devices()  # the CUDA probe writes its lines here
+
+
 _unfiltered = None  # a text stream on the real stderr while a filter runs
 
 
@@ -74,8 +95,12 @@ def unfiltered_stderr():
 
 @contextlib.contextmanager
 def filtered_stderr():
-    """Drops ``is_noise`` lines written to file descriptor 2 while the block runs."""
+    """Drops ``is_noise`` lines written to file descriptor 2 while the block runs (inside a
+    running filter, the block just runs)."""
     global _unfiltered
+    if _unfiltered is not None:
+        yield
+        return
     sys.stderr.flush()
     real = os.dup(2)
     _unfiltered = os.fdopen(

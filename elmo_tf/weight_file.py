@@ -29,7 +29,6 @@ import h5py
 import numpy as np
 
 from elmo_tf import files
-from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import WeightFileError
 
 
@@ -272,17 +271,3 @@ def save_weights(model, path):
         for entry in weight_table(model):
             value = entry.to_file(np.asarray(entry.variable.numpy(), np.float32))
             f.create_dataset(entry.dataset, data=value)
-
-
-def load_pretrained(options_file, weight_file, size_limits=None, **kwargs):
-    """Builds an ``ELMo`` from an official options.json and weight file.
-
-    ``size_limits`` raises the bounds on the model's size (see ``elmo_tf.config``). Other
-    keyword arguments go to ``ELMo`` (``num_output_representations``, ``do_layer_norm``...).
-    """
-    from elmo_tf.models import ELMo
-
-    config = ElmoConfig.from_file(options_file, size_limits=size_limits)
-    model = ELMo(config, **kwargs)
-    load_weights(model, weight_file)
-    return model

@@ -6,9 +6,10 @@
 The code lives in ``elmo_tf.export.tflite`` (library) and ``elmo_tf.cli.export`` (flags).
 """
 
+import os
 import sys
 
-from elmo_tf.cli.main import main
-
 if __name__ == "__main__":
-    sys.exit(main(["export", "tflite", *sys.argv[1:]], as_command=True))
+    # The command itself, so that it starts as it does (--help without TensorFlow).
+    command = [sys.executable, "-m", "elmo_tf", "export", "tflite", *sys.argv[1:]]
+    os.execv(sys.executable, command)

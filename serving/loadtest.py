@@ -23,6 +23,7 @@ Bounded: at most 300 s per run, 64 threads and ``--max-requests`` requests (hard
 """
 
 import argparse
+import collections
 import concurrent.futures
 import importlib.util
 import json
@@ -140,19 +141,127 @@ def load_sentences(args):
     return sentences, source
 
 
-def rss_mib(pid):
-    """Resident memory of process ``pid`` in MiB (``VmRSS``), or ``None`` if unknown."""
+# --------------------------------------------------------------------------------------------
+# Shared with benchmarks/rest_frontends.py (which imports this file): stdlib only.
+# --------------------------------------------------------------------------------------------
+
+ProcStats = collections.namedtuple("ProcStats", "cpu_seconds rss_mib threads")
+
+
+def proc_stats(pid):
+    """``ProcStats(cpu seconds, RSS MiB, threads)`` of process ``pid`` from ``/proc/PID/stat``
+    (user + system time) and ``/proc/PID/status`` (``VmRSS``, ``Threads``); Nones if unknown."""
     if pid is None:
-        return None
+        return ProcStats(None, None, None)
     try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
         with open(f"/proc/{pid}/status", encoding="ascii") as f:
-            match = re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M)
-    except OSError:
+            status = f.read()
+    except (OSError, ValueError, IndexError):
+        return ProcStats(None, None, None)
+    rss = re.search(r"^VmRSS:\s+(\d+) kB", status, re.M)
+    threads = re.search(r"^Threads:\s+(\d+)", status, re.M)
+    return ProcStats(
+        cpu,
+        int(rss.group(1)) / 1024 if rss else None,
+        int(threads.group(1)) if threads else None,
+    )
+
+
+def percentile(values, q):
+    """The ``q``-th percentile of sorted ``values``, interpolated linearly between the two
+    nearest ranks (numpy's default method); ``None`` if there are none."""
+    if not values:
         return None
-    return int(match.group(1)) / 1024 if match else None
+    position = q / 100 * (len(values) - 1)
+    below = int(position)
+    above = min(below + 1, len(values) - 1)
+    return values[below] + (values[above] - values[below]) * (position - below)
 
 
 class ServerProcess:
+    """A server in a child process (``command``, in the repository root): its first stdout
+    line, read within ``startup_seconds``, is ``first_line`` (``""`` if none came). Stopped on
+    exit, or by ``stop()``: by SIGTERM (``stop_by="sigterm"``) or by closing its stdin
+    (``stop_by="stdin"``), then killed if it has not exited within 60 s. Its stderr goes to
+    ``stderr`` (a file, or nowhere), its environment is ``env`` (else ours)."""
+
+    def __init__(
+        self,
+        command,
+        stop_by="sigterm",
+        startup_seconds=STARTUP_SECONDS,
+        stderr=subprocess.DEVNULL,
+        env=None,
+    ):
+        if stop_by not in ("sigterm", "stdin"):
+            raise ValueError(f"stop_by must be 'sigterm' or 'stdin', not {stop_by!r}")
+        self.stop_by = stop_by
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE if stop_by == "stdin" else None,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        self.pid = self.process.pid
+        lines = []
+        reader = threading.Thread(
+            target=lambda: lines.append(self.process.stdout.readline()), daemon=True
+        )
+        reader.start()
+        reader.join(startup_seconds)
+        self.first_line = lines[0] if lines else ""
+
+    def stop(self):
+        if self.process.poll() is None:
+            try:
+                if self.stop_by == "stdin":
+                    self.process.stdin.close()
+                else:
+                    self.process.send_signal(signal.SIGTERM)
+                self.process.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def format_table(columns, rows, style="plain"):
+    """``rows`` (dicts) as a table of ``columns``, each ``(header, key, format)`` (a ``None``
+    value is ``n/a``): ``style="plain"``, right-aligned text columns two spaces apart, or
+    ``"markdown"``, a Markdown table whose first column is left-aligned, the others right."""
+    cells = [[header for header, _, _ in columns]]
+    for row in rows:
+        cells.append(
+            ["n/a" if row[key] is None else fmt.format(row[key]) for _, key, fmt in columns]
+        )
+    if style == "markdown":
+        lines = ["| " + " | ".join(cells[0]) + " |", "|---|" + "---:|" * (len(columns) - 1)]
+        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in cells[1:]])
+    if style != "plain":
+        raise ValueError(f"style must be 'plain' or 'markdown', not {style!r}")
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    return "\n".join(
+        "  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in cells
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The load test.
+# --------------------------------------------------------------------------------------------
+
+
+class ServeProcess(ServerProcess):
     """``elmo-tf serve`` on 127.0.0.1 with an ephemeral port, stopped by SIGTERM on exit."""
 
     def __init__(self, model_base_path, batching, max_batch_size, batch_timeout_micros):
@@ -168,42 +277,17 @@ class ServerProcess:
             ]  # fmt: skip
         else:
             command.append("--no-batching")
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
-        )
-        self.pid = self.process.pid
-        lines = []
-        reader = threading.Thread(
-            target=lambda: lines.append(self.process.stdout.readline()), daemon=True
-        )
-        reader.start()
-        reader.join(STARTUP_SECONDS)
-        match = re.search(r"gRPC (\S+)", lines[0]) if lines else None
+        super().__init__(command, stop_by="sigterm")
+        match = re.search(r"gRPC (\S+)", self.first_line)
         if match is None:
             self.stop()
             sys.exit("loadtest.py: the server did not start (run 'elmo-tf serve' to see why)")
         self.address = match.group(1)
 
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-
 
 def run_load(address, pid, sentences, args):
     """One timed run against ``address``; returns its metrics as a dict."""
     import grpc
-    import numpy as np
 
     from elmo_tf.serving.client import Client, make_request
 
@@ -223,7 +307,7 @@ def run_load(address, pid, sentences, args):
     state = {"next": 0}
     latencies, errors = [], {}
     done_tokens = [0]
-    rss_start = rss_mib(pid)
+    rss_start = proc_stats(pid).rss_mib
     deadline = time.monotonic() + args.seconds
 
     def worker():
@@ -275,7 +359,8 @@ def run_load(address, pid, sentences, args):
         for future in futures:
             future.result()
     wall = time.monotonic() - start
-    ms = np.percentile(np.array(latencies) * 1000, [50, 95, 99]) if latencies else [None] * 3
+    latencies.sort()
+    ms = [None if p is None else 1000 * p for p in (percentile(latencies, q) for q in (50, 95, 99))]
     ok = len(latencies)
     return {
         "requests": ok,
@@ -289,7 +374,7 @@ def run_load(address, pid, sentences, args):
         "p95_ms": None if ms[1] is None else round(float(ms[1]), 2),
         "p99_ms": None if ms[2] is None else round(float(ms[2]), 2),
         "rss_start_mib": None if rss_start is None else round(rss_start, 1),
-        "rss_end_mib": None if pid is None else round(rss_mib(pid) or 0, 1),
+        "rss_end_mib": None if pid is None else round(proc_stats(pid).rss_mib or 0, 1),
         "background_requests": background["requests"],
         "background_errors": background["errors"],
     }
@@ -310,17 +395,6 @@ COLUMNS = (
 )
 
 
-def print_table(runs):
-    cells = [[h for h, _, _ in COLUMNS]]
-    for run in runs:
-        cells.append(
-            ["n/a" if run[key] is None else fmt.format(run[key]) for _, key, fmt in COLUMNS]
-        )
-    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
-    for row in cells:
-        print("  ".join(cell.rjust(width) for cell, width in zip(row, widths)))
-
-
 def main(argv=None):
     args = parse_args(argv)
     sys.path.insert(0, ROOT)  # run as a script from anywhere in a checkout
@@ -333,7 +407,7 @@ def main(argv=None):
     else:
         modes = (True, False) if args.compare_batching else (not args.no_batching,)
         for batching in modes:
-            with ServerProcess(
+            with ServeProcess(
                 args.model_base_path, batching, args.max_batch_size, args.batch_timeout_micros
             ) as server:
                 run = run_load(server.address, server.pid, sentences, args)
@@ -366,7 +440,7 @@ def main(argv=None):
                     for r in runs
                 )
             )
-        print_table(runs)
+        print(format_table(COLUMNS, runs))
         for run in runs:
             if run["errors"]:
                 print(f"errors with batching {run['batching']}: {run['errors_by_code']}")

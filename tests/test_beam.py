@@ -19,9 +19,11 @@ import pytest
 from numerics import assert_reordered
 
 from elmo_tf.beam import ElmoModelHandler, ElmoSavedModelHandler, pipeline, records
+from elmo_tf.cli.beam import run_job as run_beam_job
 from elmo_tf.cli.main import main as elmo_tf_main
 from elmo_tf.embedding_file import layer_stack, select_layers
-from elmo_tf.files import read_text_lines
+from elmo_tf.models import length_batches
+from elmo_tf.text_lines import read_text_lines
 
 pytestmark = pytest.mark.numerics
 
@@ -42,7 +44,7 @@ FILES = {
         b"First line .\r\nbad \xff byte\r\n\r\nnul \x00 here\r\n"
         + " ".join(["long"] * (MAX_TOKENS + 1)).encode()
         + b"\r\nold mac\rline end\r\n",
-        {1: "not valid UTF-8", 3: "NUL byte", 4: "more than --max-tokens-per-line"},
+        {1: "is not valid UTF-8", 3: "holds a NUL byte", 4: "(max_tokens_per_line)"},
     ),
     "c.txt": ("\n".join(f"sentence number {i} ." for i in range(40)).encode() + b"\n", {}),
 }
@@ -94,7 +96,7 @@ def workers_import_this_tree():
 def run_job(corpus, output, *flags):
     argv = ["--input", str(corpus / "*.txt"), "--output", str(output)]
     argv += ["--max-tokens-per-line", str(MAX_TOKENS), *flags, *RUNNER]
-    return pipeline.run(argv)
+    return run_beam_job(argv)
 
 
 @pytest.fixture(scope="module")
@@ -229,16 +231,14 @@ def keyed_run(handler):
 @pytest.mark.parametrize("signature", [None, "tokens", "default"])
 def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, embedded, monkeypatch):
     """Under KeyedModelHandler, each key gets its sentence's outputs of ``model.embed``."""
-    from elmo_tf import batching
-
-    real_batches, sizes = batching.length_batches, []
+    real_batches, sizes = length_batches.length_batches, []
 
     def recorded(*args, **kwargs):
         batches = real_batches(*args, **kwargs)
         sizes.extend(len(b) for b in batches)
         return batches
 
-    monkeypatch.setattr(batching, "length_batches", recorded)
+    monkeypatch.setattr(length_batches, "length_batches", recorded)
     options, weights = tiny_files
     if signature is None:
         # A budget of 4 padded tokens: [9] and [4] alone, then [2, 0] (inner_batch_size 2).
@@ -311,27 +311,37 @@ class _Readable:
         return self._io.BytesIO(self._data)
 
 
-@pytest.mark.parametrize("chunk_size", [1, 2, 3, 5, 1 << 20])
-def test_numbered_lines_are_read_text_lines(chunk_size, tmp_path):
-    """Streamed in any chunk size, lines and numbers are those of ``elmo-tf embed``'s reader."""
+def test_numbered_lines_are_read_text_lines(tmp_path):
+    """Lines and numbers are those of ``elmo-tf embed``'s reader (``elmo_tf.text_lines``)."""
     data = codecs.BOM_UTF8 + "a b\r\n\r\nc\rd\n\né ü\r\r\n\nlast".encode()
     path = tmp_path / "lines.txt"
     path.write_bytes(data)
-    lines = list(pipeline.numbered_lines(_Readable("x", data), chunk_size))
-    assert [(s, i) for s, i, _ in lines] == [("x", i) for i in range(len(lines))]
-    assert [b.decode() for _, _, b in lines] == read_text_lines(path)
+    lines = list(pipeline.NumberedLines().process(_Readable("x", data)))
+    assert [(s, i, p) for s, i, _, p in lines] == [("x", i, None) for i in range(len(lines))]
+    assert [b.decode() for _, _, b, _ in lines] == list(read_text_lines(path))
+
+
+def test_over_long_lines_are_cut_short_and_named():
+    data = b"short\n" + b"x" * 100 + b"\nnext"
+    lines = list(pipeline.NumberedLines(max_line_bytes=10).process(_Readable("x", data)))
+    assert [(i, b, p) for _, i, b, p in lines] == [
+        (0, b"short", None),
+        (1, b"x" * 10, "is longer than 10 bytes (max_line_bytes)"),
+        (2, b"next", None),
+    ]
 
 
 def test_decode_line_dead_letters():
     decode = pipeline.DecodeLine(max_tokens_per_line=2)
-    assert list(decode.process(("f", 0, b"a  b"))) == [(("f", 0), ["a", "b"])]
-    assert list(decode.process(("f", 1, b""))) == [(("f", 1), [])]
-    for data, reason in [
-        (b"a b c", "3 tokens, more than --max-tokens-per-line 2"),
-        (b"\xc3(", "not valid UTF-8 (byte 0xc3 at byte 1)"),
-        (b"ab\x00", "NUL byte at byte 3 of the line; expected UTF-8 text"),
+    assert list(decode.process(("f", 0, b"a  b", None))) == [(("f", 0), ["a", "b"])]
+    assert list(decode.process(("f", 1, b"", None))) == [(("f", 1), [])]
+    for data, problem, reason in [
+        (b"a b c", None, "has 3 tokens, more than 2 (max_tokens_per_line)"),
+        (b"\xc3(", None, "is not valid UTF-8 (byte 0xc3 at byte 1 of the line)"),
+        (b"ab\x00", None, "holds a NUL byte (at byte 3 of the line)"),
+        (b"abc", "is longer than 3 bytes", "is longer than 3 bytes"),
     ]:
-        (tagged,) = decode.process(("f", 7, data))
+        (tagged,) = decode.process(("f", 7, data, problem))
         assert tagged.tag == pipeline.DEAD_LETTERS
         assert json.loads(tagged.value) == {"source": "f", "line": 7, "reason": reason}
 
@@ -345,28 +355,29 @@ def test_gzip_input_is_decompressed(tmp_path):
     path.write_bytes(gzip.compress(b"one two\n\nthree\n"))
     (match,) = FileSystems.match([str(path)])
     readable = fileio.ReadableFile(match.metadata_list[0])
-    assert [b for _, _, b in pipeline.numbered_lines(readable)] == [b"one two", b"", b"three"]
+    lines = pipeline.NumberedLines().process(readable)
+    assert [b for _, _, b, _ in lines] == [b"one two", b"", b"three"]
 
 
 @pytest.mark.parametrize(
     "argv, message",
     [
         (["--input", "/nonexistent/*.txt"], "no input file matches"),
-        (["--options", "o.json"], "--options and --weights together"),
-        (["--model", "sotu", "--saved-model", "x"], "one of --model"),
+        (["--options", "o.json"], "--options was given without --weights"),
+        (["--model", "sotu", "--saved-model", "x"], "pass one of --model, --saved-model"),
         (["--model", "small"], "without bundled weights"),
         (["--saved-model", "/nonexistent"], "no saved_model.pb"),
         (["--max-tokens-per-line", "0"], "--max-tokens-per-line must be at least 1"),
-        (["--max-batch-tokens=-1"], "--max-batch-tokens must be 0 (no budget) or more"),
+        (["--max-batch-tokens=-1"], "--max-batch-tokens must be 0 or more"),
     ],
 )
 def test_user_errors_exit_1_before_the_job(argv, message, corpus, tmp_path, capsys):
     if "--input" not in argv:
         argv = ["--input", str(corpus / "*.txt"), *argv]
-    status = pipeline.main([*argv, "--output", str(tmp_path / "out"), *RUNNER])
+    status = elmo_tf_main(["beam", *argv, "--output", str(tmp_path / "out"), *RUNNER])
     assert status == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith("python -m elmo_tf.beam: error: ") and message in err
+    assert err.startswith("elmo-tf beam: error: ") and message in err
     assert os.listdir(tmp_path) == []
 
 

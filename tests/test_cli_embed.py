@@ -12,9 +12,9 @@ import pytest
 from numerics import assert_reordered
 
 import elmo_tf
-from elmo_tf import pretrained
 from elmo_tf.cli import embed, stop_signals
 from elmo_tf.cli.main import main
+from elmo_tf.presets import bundled
 
 pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
 
@@ -151,7 +151,7 @@ def test_user_errors_exit_1_with_one_line(
     case, fragment, tmp_path, input_file, tiny_files, capsys, monkeypatch
 ):
     # An installation without the bundled model's files (a directory that does not exist).
-    monkeypatch.setattr(pretrained, "model_directory", lambda name=None: str(tmp_path / "none"))
+    monkeypatch.setattr(bundled, "model_directory", lambda name=None: str(tmp_path / "none"))
     options, weights = (str(p) for p in tiny_files)
     source, output = str(input_file), str(tmp_path / "o.hdf5")
     model = ["--options", options, "--weights", weights]
@@ -200,7 +200,7 @@ def test_max_batch_tokens_reaches_the_batches(
 def test_default_max_batch_tokens(input_file, tmp_path):
     parser = embed.add_parser(argparse.ArgumentParser().add_subparsers())
     args = parser.parse_args([str(input_file), str(tmp_path / "o.hdf5")])
-    assert args.max_batch_tokens == elmo_tf.batching.DEFAULT_MAX_BATCH_TOKENS
+    assert args.max_batch_tokens == elmo_tf.models.length_batches.DEFAULT_MAX_BATCH_TOKENS
 
 
 def test_interrupted_run_leaves_no_file(tmp_path, input_file, tiny_files, capsys, monkeypatch):

@@ -44,9 +44,10 @@ def test_presets_equal_published_options(name, file):
 
 
 def test_training_default_is_the_bundled_models_architecture():
-    from elmo_tf import presets, pretrained
+    from elmo_tf import presets
+    from elmo_tf.presets import bundled
 
-    options_file, _ = pretrained.default_model_files()
+    options_file, _ = bundled.default_model_files()
     assert presets.TRAINING_DEFAULT == ElmoConfig.from_file(options_file)
 
 

@@ -1,4 +1,4 @@
-"""The bundled default model (elmo_tf/pretrained/sotu): present, loadable, used by the CLI."""
+"""The bundled default model (elmo_tf/presets/sotu): present, loadable, used by the CLI."""
 
 import os
 import pathlib
@@ -9,7 +9,7 @@ import pytest
 
 import elmo_tf
 from elmo_tf.cli.main import main
-from elmo_tf.pretrained import default_model_files, model_directory
+from elmo_tf.presets.bundled import default_model_files, model_directory
 
 REPO = pathlib.Path(__file__).parent.parent
 EXAMPLES = REPO / "examples" / "sentences.txt"
@@ -18,7 +18,7 @@ TWO_P = 256  # projection_dim P = 128
 
 def test_default_model_files_are_in_the_package():
     options, weights = default_model_files()
-    package = pathlib.Path(elmo_tf.__file__).parent / "pretrained" / "sotu"
+    package = pathlib.Path(elmo_tf.__file__).parent / "presets" / "sotu"
     assert pathlib.Path(options) == package / "options.json"
     assert pathlib.Path(weights) == package / "weights.hdf5"
     for name in ("options.json", "weights.hdf5", "vocab.txt", "MODEL_CARD.md"):

@@ -8,6 +8,7 @@ import pytest
 
 from elmo_tf import files
 from elmo_tf.errors import ElmoError, InputFileError
+from elmo_tf.text_lines import read_text_lines
 
 
 def test_atomic_write_replaces_and_a_failure_keeps_the_old_file(tmp_path):
@@ -46,7 +47,7 @@ def test_atomic_directory_refuses_to_replace(tmp_path):
 def test_read_text_lines(tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b"\xef\xbb\xbfone\r\ntwo\rthree\n\nZ\xc3\xbcrich\n")
-    assert files.read_text_lines(path) == ["one", "two", "three", "", "Zürich"]
+    assert list(read_text_lines(path)) == ["one", "two", "three", "", "Zürich"]
 
 
 @pytest.mark.parametrize(
@@ -62,7 +63,7 @@ def test_read_errors_name_file_and_line(tmp_path, content, fragment):
     if content is not None:
         path.write_bytes(content)
     with pytest.raises(InputFileError, match=re.escape(fragment)) as info:
-        files.read_text_lines(path, what="vocabulary")
+        list(read_text_lines(path, what="vocabulary"))
     assert str(path) in str(info.value) and isinstance(info.value, ElmoError)
     with pytest.raises(InputFileError, match="is a directory"):
-        files.read_text_lines(tmp_path)
+        list(read_text_lines(tmp_path))

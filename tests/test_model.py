@@ -8,7 +8,7 @@ from layer_checks import MIXED_POLICIES, skip_if_onednn_isa_capped
 from numerics import assert_half_precision, assert_reordered, assert_same
 
 import elmo_tf
-from elmo_tf import batching
+from elmo_tf.models import length_batches
 
 pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
 
@@ -76,7 +76,7 @@ def test_token_cache_changes_nothing(tiny_model):
 
 
 def test_token_vector_cache_is_bounded_lru():
-    from elmo_tf.token_cache import ENTRY_OVERHEAD_BYTES, TokenVectorCache
+    from elmo_tf.models.token_cache import ENTRY_OVERHEAD_BYTES, TokenVectorCache
 
     vector = np.zeros(4, np.float32)
     cache = TokenVectorCache(2)
@@ -228,7 +228,7 @@ def _check_batches(batches, lengths, batch_size, max_batch_tokens):
 @pytest.mark.parametrize("batch_size, max_batch_tokens", [(4, 16), (64, 3072), (3, 1), (5, None)])
 def test_token_budget_batches_respect_both_limits(batch_size, max_batch_tokens):
     lengths = np.random.default_rng(0).integers(0, 130, size=500).tolist() + [0, 0, 400]
-    batches = batching.length_batches(lengths, batch_size, max_batch_tokens)
+    batches = length_batches.length_batches(lengths, batch_size, max_batch_tokens)
     _check_batches(batches, lengths, batch_size, max_batch_tokens)
     if max_batch_tokens:  # rows are only cut where the budget demands it
         for indices in batches[:-1]:
@@ -238,14 +238,14 @@ def test_token_budget_batches_respect_both_limits(batch_size, max_batch_tokens):
 
 def test_token_budget_keeps_short_batches_full_and_can_be_turned_off():
     lengths = [3, 48, 48, 20, 1, 0, 47] * 30
-    unbudgeted = batching.length_batches(lengths, 64)
-    for budget in (None, 0, 64 * 48, batching.DEFAULT_MAX_BATCH_TOKENS):
-        batches = batching.length_batches(lengths, 64, budget)
+    unbudgeted = length_batches.length_batches(lengths, 64)
+    for budget in (None, 0, 64 * 48, length_batches.DEFAULT_MAX_BATCH_TOKENS):
+        batches = length_batches.length_batches(lengths, 64, budget)
         assert [b.tolist() for b in batches] == [b.tolist() for b in unbudgeted]
-    assert [len(b) for b in batching.length_batches(lengths, 64, 64 * 47)][:2] == [62, 64]
+    assert [len(b) for b in length_batches.length_batches(lengths, 64, 64 * 47)][:2] == [62, 64]
     for bad in (-1, 1.5, "100", True):
         with pytest.raises(ValueError, match="max_batch_tokens must be None or a non-negative"):
-            batching.length_batches(lengths, 64, bad)
+            length_batches.length_batches(lengths, 64, bad)
 
 
 def test_token_budget_changes_nothing_and_does_not_retrace(tiny_files):

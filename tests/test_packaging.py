@@ -97,7 +97,7 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
         "elmo-tf client: error: this command needs the [serving] extra (grpc, "
-        "tensorflow_serving not installed): pip install 'elmo-tf[serving]'"
+        'tensorflow_serving not installed): pip install -e ".[serving]"'
     )
     script = (
         "import sys, block_extras\n"
@@ -108,5 +108,5 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
         "elmo-tf beam: error: this command needs the [beam] extra (apache_beam not "
-        "installed): pip install 'elmo-tf[beam]'"
+        'installed): pip install -e ".[beam]"'
     )

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from numerics import assert_reordered
+from serving_gate import gate_servable_run
 from tensorflow.python.tools import saved_model_utils
 from tensorflow_serving.apis import (
     get_model_metadata_pb2,
@@ -35,10 +36,10 @@ from tensorflow_serving.apis import (
 import elmo_tf
 from elmo_tf.cli.main import main
 from elmo_tf.models import output_keys
-from elmo_tf.serving.batching import Batcher, BatchingOptions, read_batching_parameters
 from elmo_tf.serving.client import embed, make_request
 from elmo_tf.serving.errors import ServingError
-from elmo_tf.serving.model_manager import Servable
+from elmo_tf.serving.options import BatchingOptions, read_batching_parameters
+from elmo_tf.serving.request_batching import Batcher
 from elmo_tf.serving.server import ModelServer, ServerOptions
 from elmo_tf.serving.signature import SignatureSpec
 
@@ -449,15 +450,7 @@ def test_bad_rest_request(case, batched):
 
 
 def test_full_queue_is_resource_exhausted(batched, stub, monkeypatch, local):
-    entered, release = threading.Event(), threading.Event()
-    run = Servable.run
-
-    def gated_run(self, key, inputs):
-        entered.set()
-        assert release.wait(TIMEOUT)
-        return run(self, key, inputs)
-
-    monkeypatch.setattr(Servable, "run", gated_run)
+    entered, release = gate_servable_run(monkeypatch, TIMEOUT)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         try:
             first = pool.submit(_predict, stub, ["runs first"])
@@ -658,7 +651,7 @@ def test_serve_cli_user_errors(tmp_path, capsys):
     assert "is not a directory" in capsys.readouterr().err
     argv = ["serve", "--model-base-path", str(tmp_path), "--port", "0", "--max-batch-size", "0"]
     assert main(argv) == 1
-    assert "max-batch-size must be an integer >= 1" in capsys.readouterr().err
+    assert "max_batch_size must be an integer >= 1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from numerics import assert_reordered
+from serving_gate import gate_servable_run
 from tensorflow.core.framework import tensor_pb2, types_pb2
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 from tensorflow.python.framework import op_def_registry
@@ -34,10 +35,11 @@ import elmo_tf
 from elmo_tf.characters import WHITESPACE, split_tokens
 from elmo_tf.cli.main import main
 from elmo_tf.embedding_file import read_sentences
-from elmo_tf.serving.batching import Batcher, BatchingOptions
 from elmo_tf.serving.client import make_request
 from elmo_tf.serving.errors import ServingError
 from elmo_tf.serving.model_manager import ModelManager, State
+from elmo_tf.serving.options import BatchingOptions
+from elmo_tf.serving.request_batching import Batcher
 from elmo_tf.serving.server import ModelServer, ServerOptions
 from elmo_tf.serving.signature import SignatureSpec
 
@@ -119,13 +121,13 @@ HOSTILE = {
         "tokens",
         {"tokens": _proto(STRING, [1, 10**7], string_val=[b"a"]), "sequence_len": _lengths([1])},
         "RESOURCE_EXHAUSTED",
-        "--max-tokens-per-row",
+        "(max_tokens_per_row)",
     ),
     "char_ids [1, 2**26, 50]": (
         "char_ids",
         {"char_ids": _proto(INT32, [1, 2**26, 50], int_val=[0])},
         "RESOURCE_EXHAUSTED",
-        "--max-tokens-per-row",
+        "(max_tokens_per_row)",
     ),
     "char_ids [2**40]": (
         "char_ids",
@@ -137,7 +139,7 @@ HOSTILE = {
         "tokens",
         {"tokens": _proto(STRING, [8, 10], string_val=[b"a"]), "sequence_len": _lengths([1] * 8)},
         "RESOURCE_EXHAUSTED",
-        "--max-request-tokens",
+        "(max_request_tokens)",
     ),
     "more values than the shape": (
         "tokens",
@@ -155,19 +157,19 @@ HOSTILE = {
         "default",
         {"sentences": tf.make_tensor_proto([" ".join(["w"] * 13)])},
         "RESOURCE_EXHAUSTED",
-        "row of 13 tokens, over the limit of 12 (--max-tokens-per-row)",
+        "row of 13 tokens, over the limit of 12 (max_tokens_per_row)",
     ),
     "a token too long": (
         "tokens",
         {"tokens": tf.make_tensor_proto([["x" * 41]]), "sequence_len": _lengths([1])},
         "RESOURCE_EXHAUSTED",
-        "41-byte token, over the limit of 40 (--max-token-bytes)",
+        "41-byte token, over the limit of 40 (max_token_bytes)",
     ),
     "more rows than allowed": (
         "default",
         {"sentences": tf.make_tensor_proto(["a"] * 17)},
         "RESOURCE_EXHAUSTED",
-        "17 rows, over the limit of 16 (--max-request-rows)",
+        "17 rows, over the limit of 16 (max_request_rows)",
     ),
 }
 
@@ -281,7 +283,7 @@ def test_request_larger_than_the_queue_is_invalid_not_retry(request, base_path):
         stub.Predict(make_request(["a"] * 7), timeout=TIMEOUT)
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "7 rows, more than the batch queue" in e.value.details()
-    assert "--max-enqueued-batches 3 x --max-batch-size 2" in e.value.details()
+    assert "max_enqueued_batches 3 x max_batch_size 2" in e.value.details()
     response = stub.Predict(make_request(["a b"] * 6), timeout=TIMEOUT)  # 3 chunks, in turn
     assert list(tf.make_ndarray(response.outputs["sequence_len"])) == [2] * 6
 
@@ -369,17 +371,7 @@ def _behind_a_running_request(server, stub, monkeypatch):
     """Holds one gRPC request of the ``default`` signature inside the model (so the next
     request waits in the queue) while the body runs; yields the ``default`` batcher. On
     exit releases it and waits until the batcher has dropped one more request."""
-    from elmo_tf.serving.model_manager import Servable
-
-    entered, release = threading.Event(), threading.Event()
-    run = Servable.run
-
-    def gated_run(self, key, inputs):
-        entered.set()
-        assert release.wait(TIMEOUT)
-        return run(self, key, inputs)
-
-    monkeypatch.setattr(Servable, "run", gated_run)
+    entered, release = gate_servable_run(monkeypatch, TIMEOUT)
     with server.manager.servable() as servable:
         batcher = servable._batchers["default"]
         dropped = batcher.dropped
@@ -595,7 +587,8 @@ def test_busy_port_is_named_in_one_line(flag, base_path, capsys):
         argv += [x for item in ports.items() for x in item]
         assert main(argv) == 1
     (line,) = [x for x in capsys.readouterr().err.splitlines() if "cannot listen" in x]
-    assert f"cannot listen on 127.0.0.1:{port}" in line and f"{flag})" in line
+    option = flag[2:].replace("-", "_")  # the option's name: its flag with dashes
+    assert f"cannot listen on 127.0.0.1:{port}" in line and f"{option})" in line
 
 
 def test_failed_version_is_retried_without_a_directory_change(base_path, tmp_path):

@@ -1,4 +1,4 @@
-"""The word-sense probe (elmo_tf.word_senses, `elmo-tf senses`) on the bundled model."""
+"""The word-sense probe (elmo_tf.probes.word_senses, `elmo-tf senses`) on the bundled model."""
 
 import json
 import re
@@ -6,9 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from elmo_tf import word_senses
 from elmo_tf.cli.main import main
 from elmo_tf.errors import InputFileError
+from elmo_tf.probes import word_senses
 
 
 def test_bundled_probe_set_is_balanced():

@@ -1,11 +1,8 @@
-"""``python -m elmo_tf.beam``: see ``elmo_tf.beam.pipeline``."""
+"""``python -m elmo_tf.beam``: ``elmo-tf beam`` (the job's flags are in ``elmo_tf.cli.beam``)."""
 
-import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow's first import
-
-from elmo_tf.beam.pipeline import main  # noqa: E402
+from elmo_tf.cli.main import console_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main(["beam", *sys.argv[1:]])

@@ -20,36 +20,33 @@ Example: a token list (``["The", "cat", "sat"]``; ``[]`` for a blank line). Pred
 Batching: ``embed_batches`` sorts a batch by length and caches each distinct token's
 context-free vector for the rest of the call, so both work better the more sentences one call
 sees; Beam's ``BatchElements`` therefore gets ``min_batch_size``/``max_batch_size`` of
-``DEFAULT_MIN_BATCH_SIZE``/``DEFAULT_MAX_BATCH_SIZE`` and the model runs ``inner_batch_size``
-sentences at a time inside it (``embed``'s ``batch_size``), with at most ``max_batch_tokens``
-padded tokens per call (``embed``'s budget, ``elmo_tf.batching.DEFAULT_MAX_BATCH_TOKENS`` by
-default), so that a call's memory stays bounded when a Beam batch holds long sentences.
+``DEFAULT_MIN_BATCH_SIZE``/``DEFAULT_MAX_BATCH_SIZE`` (``elmo_tf.beam``) and the model runs
+``inner_batch_size`` sentences at a time inside it (``embed``'s ``batch_size``), with at most
+``max_batch_tokens`` padded tokens per call (``embed``'s budget by default), so that a call's
+memory stays bounded when a Beam batch holds long sentences.
 
 >>> from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 >>> handler = KeyedModelHandler(ElmoModelHandler("sotu", layers="average"))
 >>> # keyed_tokens | RunInference(handler) -> (key, PredictionResult(tokens, (n, 2P)))
 """
 
+from elmo_tf import extras
+
+extras.require("beam", __name__)
+
 import os
 import shutil
 import tempfile
 
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from elmo_tf.batching import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS, check_max_batch_tokens
+from elmo_tf.beam import DEFAULT_INNER_BATCH_SIZE, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MIN_BATCH_SIZE
 from elmo_tf.embedding_file import LAYER_CHOICES, layer_stack, select_layers
-
-# Sentences per Beam batch. One handler on 2,000 State of the Union sentences, bundled sotu
-# model, a shared 2-core CPU (best of two passes, two runs): Beam batches of 64 -> 190-280
-# sentences/s, 256 -> 290-490, 512 -> 560-600, 1,024 -> 650, all 2,000 in one call -> 710-730:
-# larger calls sort better and hit the token cache more. 1,024 caps memory: a batch of the
-# published "original" model's all-layer outputs (3 x n x 1024 float32 a sentence, n ~ 22)
-# is about 280 MB. BatchElements grows its batches from the minimum towards the maximum.
-DEFAULT_MIN_BATCH_SIZE = 256
-DEFAULT_MAX_BATCH_SIZE = 1024
-# Sentences per model call inside a Beam batch: embed's default batch_size.
-DEFAULT_INNER_BATCH_SIZE = DEFAULT_BATCH_SIZE
+from elmo_tf.models import ELMo, load_pretrained
+from elmo_tf.models.length_batches import DEFAULT_MAX_BATCH_TOKENS, check_max_batch_tokens
+from elmo_tf.presets.bundled import DEFAULT_MODEL
 
 # The files a remote model directory must hold (copied to local disk before loading).
 _MODEL_FILES = ("options.json", "weights.hdf5")
@@ -59,7 +56,7 @@ class ElmoModelHandler(ModelHandler):
     """Runs ``ELMo.embed_batches`` on batches of token lists.
 
     Args:
-        model: a bundled model name (``"sotu"``, ``"default"``) or a directory with
+        model: a bundled model name (``"sotu"``, the default) or a directory with
             ``options.json`` and ``weights.hdf5`` (local, or any Beam filesystem such as
             ``gs://``: copied to a local temporary directory when the worker loads it).
             Leave ``None`` with ``options_file``/``weight_file``.
@@ -99,7 +96,7 @@ class ElmoModelHandler(ModelHandler):
             raise ValueError(f"inner_batch_size must be at least 1, got {inner_batch_size}")
         check_max_batch_tokens(max_batch_tokens)
         super().__init__(min_batch_size=min_batch_size, max_batch_size=max_batch_size, **kwargs)
-        self.model = "default" if model is None and options_file is None else model
+        self.model = DEFAULT_MODEL if model is None and options_file is None else model
         self.options_file = None if options_file is None else os.fspath(options_file)
         self.weight_file = None if weight_file is None else os.fspath(weight_file)
         self.layers = layers
@@ -108,17 +105,15 @@ class ElmoModelHandler(ModelHandler):
         self.token_cache_size = token_cache_size
 
     def load_model(self):
-        import elmo_tf
-
         if self.options_file is not None:
             with _local_files([self.options_file, self.weight_file]) as (options, weights):
-                return elmo_tf.load_pretrained(options, weights)
+                return load_pretrained(options, weights)
         model = os.fspath(self.model)
         if _is_remote(model):
             paths = [_join(model, name) for name in _MODEL_FILES]
             with _local_files(paths) as local:
-                return elmo_tf.ELMo.from_preset(os.path.dirname(local[0]))
-        return elmo_tf.ELMo.from_preset(model)
+                return ELMo.from_preset(os.path.dirname(local[0]))
+        return ELMo.from_preset(model)
 
     def run_inference(self, batch, model, inference_args=None):
         sentences = [list(tokens) for tokens in batch]
@@ -177,8 +172,6 @@ def _is_remote(path):
 
 
 def _join(directory, name):
-    from apache_beam.io.filesystems import FileSystems
-
     return FileSystems.join(directory, name)
 
 
@@ -192,8 +185,6 @@ class _local_files:
     def __enter__(self):
         if not any(_is_remote(p) for p in self.paths):
             return self.paths
-        from apache_beam.io.filesystems import FileSystems
-
         self.tmp = tempfile.mkdtemp(prefix="elmo_tf_model_")
         local = []
         for path in self.paths:

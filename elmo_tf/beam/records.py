@@ -36,6 +36,7 @@ import numpy as np
 
 def parquet_schema():
     """The pyarrow schema of the Parquet files (see the module docstring)."""
+    # lazy: the Parquet format only
     import pyarrow as pa
 
     return pa.schema(
@@ -51,6 +52,7 @@ def parquet_schema():
 
 def tfrecord_features():
     """``tf.io.parse_single_example``'s feature spec for the TFRecord Examples."""
+    # lazy: the TFRecord format only (a Parquet job or reader needs no TensorFlow)
     import tensorflow as tf
 
     return {
@@ -81,6 +83,7 @@ def parquet_row(record):
 
 def tf_example(record):
     """``record`` as a serialised ``tf.train.Example``."""
+    # lazy: the TFRecord format only (a Parquet job or reader needs no TensorFlow)
     from tensorflow.core.example import example_pb2, feature_pb2
 
     def bytes_feature(values):

@@ -4,7 +4,7 @@ For workers that should not import the Keras model code path, or a model known o
 artefact: the directory ``elmo-tf export saved-model DIR`` writes (``DIR/1``; given ``DIR``,
 the highest version under it is used) is loaded with ``tf.saved_model.load`` once per worker
 process, without ``tensorflow_hub``, and one of its signatures (the contract is in
-``elmo_tf.saved_model_module``) runs each batch:
+``elmo_tf.export.saved_model_module``) runs each batch:
 
 - ``"tokens"`` (default): the token lists padded with ``""`` plus ``sequence_len``;
 - ``"default"``: each token list joined by one space, split again in the graph (tokens from
@@ -17,21 +17,26 @@ has no token cache (each call runs the character CNN on every token), so it is s
 the Keras handler on a CPU; the numbers are the same up to float32 summation order.
 """
 
+from elmo_tf import extras
+
+extras.require("beam", __name__)
+
 import os
 
 import numpy as np
+import tensorflow as tf
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from elmo_tf import batching
-from elmo_tf.beam.model_handler import (
+from elmo_tf.beam import (
     DEFAULT_INNER_BATCH_SIZE,
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MIN_BATCH_SIZE,
-    check_layers,
-    split_rows,
+    SIGNATURES,
 )
-
-SIGNATURES = ("tokens", "default")
+from elmo_tf.beam.model_handler import check_layers, split_rows
+from elmo_tf.errors import ExportError
+from elmo_tf.export.versions import versions_in
+from elmo_tf.models import length_batches
 
 
 class ElmoSavedModelHandler(ModelHandler):
@@ -53,7 +58,7 @@ class ElmoSavedModelHandler(ModelHandler):
         signature="tokens",
         layers=None,
         inner_batch_size=DEFAULT_INNER_BATCH_SIZE,
-        max_batch_tokens=batching.DEFAULT_MAX_BATCH_TOKENS,
+        max_batch_tokens=length_batches.DEFAULT_MAX_BATCH_TOKENS,
         min_batch_size=DEFAULT_MIN_BATCH_SIZE,
         max_batch_size=DEFAULT_MAX_BATCH_SIZE,
         **kwargs,
@@ -63,7 +68,7 @@ class ElmoSavedModelHandler(ModelHandler):
         check_layers(layers)
         if inner_batch_size < 1:
             raise ValueError(f"inner_batch_size must be at least 1, got {inner_batch_size}")
-        batching.check_max_batch_tokens(max_batch_tokens)
+        length_batches.check_max_batch_tokens(max_batch_tokens)
         super().__init__(min_batch_size=min_batch_size, max_batch_size=max_batch_size, **kwargs)
         self.saved_model_dir = os.fspath(saved_model_dir)
         self.signature = signature
@@ -72,13 +77,9 @@ class ElmoSavedModelHandler(ModelHandler):
         self.max_batch_tokens = max_batch_tokens
 
     def load_model(self):
-        import tensorflow as tf
-
         path = resolve_version(self.saved_model_dir)
         loaded = tf.saved_model.load(path)
         if self.signature not in loaded.signatures:
-            from elmo_tf.errors import ExportError
-
             raise ExportError(
                 f"{path}: SavedModel has no {self.signature!r} signature "
                 f"(has {sorted(loaded.signatures)}); export it with elmo-tf export saved-model"
@@ -86,11 +87,9 @@ class ElmoSavedModelHandler(ModelHandler):
         return _Loaded(loaded, loaded.signatures[self.signature])
 
     def run_inference(self, batch, model, inference_args=None):
-        import tensorflow as tf
-
         sentences = [list(tokens) for tokens in batch]
         results = [None] * len(sentences)
-        batches = batching.length_batches(
+        batches = length_batches.length_batches(
             [len(s) for s in sentences], self.inner_batch_size, self.max_batch_tokens
         )
         for indices in batches:
@@ -128,20 +127,16 @@ class _Loaded:
 
 
 def resolve_version(path):
-    """``path`` if it holds a SavedModel, else its highest numbered version subdirectory."""
-    import tensorflow as tf
-
+    """``path`` if it holds a SavedModel, else its highest version subdirectory
+    (``elmo_tf.export.versions``: names of digits that fit in int64)."""
     if tf.io.gfile.exists(f"{path.rstrip('/')}/saved_model.pb"):
         return path
-    versions = []
+    versions = {}
     if tf.io.gfile.isdir(path):
-        names = [n.rstrip("/") for n in tf.io.gfile.listdir(path)]
-        versions = [int(n) for n in names if n.isdigit()]
+        versions = versions_in(n.rstrip("/") for n in tf.io.gfile.listdir(path))
     if not versions:
-        from elmo_tf.errors import ExportError
-
         raise ExportError(
             f"{path}: no saved_model.pb and no numbered version directory (elmo-tf export "
             "saved-model DIR writes DIR/1)"
         )
-    return f"{path.rstrip('/')}/{max(versions)}"
+    return f"{path.rstrip('/')}/{versions[max(versions)]}"

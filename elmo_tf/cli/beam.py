@@ -1,18 +1,36 @@
-"""``elmo-tf beam``: ``python -m elmo_tf.beam`` under the ``elmo-tf`` command.
+"""``elmo-tf beam`` and ``python -m elmo_tf.beam``: the Beam job of ``elmo_tf.beam.pipeline``.
 
-Every argument after ``beam`` goes to ``elmo_tf.beam.pipeline`` unparsed: besides its own
-flags it takes any Beam pipeline option (``--runner``, ``--project``, ...), which this
-command's parser cannot know. Needs the ``[beam]`` extra.
+::
+
+    python -m elmo_tf.beam --input 'corpus/*.txt' --output out/elmo \\
+        [--model NAME_OR_DIR | --options F --weights F | --saved-model DIR] \\
+        [--layers all|top|average] [--format parquet|tfrecord] [Beam pipeline options]
+
+Besides its own flags the job takes any Beam pipeline option (``--runner``, ``--project``,
+...), so its parser keeps the arguments it does not know for ``PipelineOptions``; ``elmo-tf
+beam`` passes everything after ``beam`` to it unparsed. Without ``--runner`` the job runs on
+this machine with ``FnApiRunner`` in ``multi_processing`` mode, one worker process per core
+(``--direct_num_workers`` to change it). Beam's own log lines are hidden unless
+``--verbose`` is given; the job's summary line always prints. Needs the ``[beam]`` extra.
 """
 
 import argparse
+import contextlib
+import logging
+import os
 
-from elmo_tf.cli.common import require_extra
+from elmo_tf import beam, text_lines
+from elmo_tf.cli.common import CommandError, require_extra
+from elmo_tf.cli.model_flags import add_model_arguments, model_source
+from elmo_tf.errors import InputFileError
+from elmo_tf.models.length_batches import DEFAULT_MAX_BATCH_TOKENS
+
+LAYER_CHOICES = ("all", "top", "average")  # elmo_tf.embedding_file's, without TensorFlow
 
 
 def add_parser(subparsers):
     # prefix_chars="+": no argument is an option of this parser, so "--input ..." and every
-    # Beam option reach the pipeline's own parser through the REMAINDER positional.
+    # Beam option reach the job's own parser (build_parser) through the REMAINDER positional.
     parser = subparsers.add_parser(
         "beam",
         help="embed a whole corpus on Apache Beam (Parquet or TFRecord; 'elmo-tf beam --help')",
@@ -25,11 +43,210 @@ def add_parser(subparsers):
 
 
 def run(args):
-    require_extra("beam", "apache_beam", "pyarrow")
-    from elmo_tf.beam import pipeline
-
     try:
-        pipeline.run(args.beam_args, prog="elmo-tf beam")
+        run_job(args.beam_args)
     except SystemExit as e:  # --help or a usage error; argparse has printed it
         return e.code if isinstance(e.code, int) else 0
     return 0
+
+
+def verbose(argv):
+    """Whether the job's arguments ask for ``--verbose`` (before they are parsed)."""
+    return "--verbose" in argv
+
+
+def build_parser(prog="elmo-tf beam"):
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Embed every line of the files matching --input with ELMo on Apache Beam and "
+            "write one record per line (Parquet or TFRecord shards under --output); "
+            "undecodable or over-long lines go to PREFIX-dead-letters-*.jsonl. Other "
+            "arguments are Beam pipeline options (--runner, --direct_num_workers, ...)."
+        ),
+    )
+    parser.add_argument(
+        "--input",
+        action="append",
+        required=True,
+        metavar="GLOB",
+        help="input files (any Beam filesystem: local, gs://, ...); repeat for several",
+    )
+    parser.add_argument("--output", required=True, metavar="PREFIX", help="output file prefix")
+    add_model_arguments(parser, saved_model=True)
+    parser.add_argument(
+        "--signature",
+        choices=beam.SIGNATURES,
+        default="tokens",
+        help="the SavedModel signature to run (default tokens)",
+    )
+    parser.add_argument(
+        "--layers",
+        choices=LAYER_CHOICES,
+        default="all",
+        help="all: (L + 1, n, 2P); top, average: (n, 2P) (default all, as elmo-tf embed)",
+    )
+    parser.add_argument("--format", choices=beam.FORMATS, default="parquet", dest="file_format")
+    parser.add_argument(
+        "--num-shards",
+        type=int,
+        default=0,
+        metavar="N",
+        help="output shards (default 0: the runner decides)",
+    )
+    parser.add_argument(
+        "--max-tokens-per-line",
+        type=int,
+        default=text_lines.MAX_TOKENS_PER_LINE,
+        metavar="N",
+        help="longer lines go to the dead letters "
+        f"(default {text_lines.MAX_TOKENS_PER_LINE:,}, as elmo-tf embed)",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=text_lines.DEFAULT_MAX_LINE_BYTES,
+        metavar="N",
+        help="longer lines go to the dead letters, read no further "
+        f"(default {text_lines.DEFAULT_MAX_LINE_BYTES:,})",
+    )
+    for flag, default, what in (
+        ("--min-batch-size", beam.DEFAULT_MIN_BATCH_SIZE, "least sentences per Beam batch"),
+        ("--max-batch-size", beam.DEFAULT_MAX_BATCH_SIZE, "most sentences per Beam batch"),
+        ("--inner-batch-size", beam.DEFAULT_INNER_BATCH_SIZE, "sentences per model call"),
+    ):
+        parser.add_argument(
+            flag, type=int, default=default, metavar="N", help=f"{what} (default {default})"
+        )
+    parser.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        default=DEFAULT_MAX_BATCH_TOKENS,
+        metavar="N",
+        help="padded tokens per model call, rows x its longest sentence "
+        f"(default {DEFAULT_MAX_BATCH_TOKENS}; 0: no budget)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also show Beam's and TensorFlow's own log messages",
+    )
+    return parser
+
+
+def check_flags(args):
+    """``CommandError`` for flag values out of range or contradicting each other."""
+    for name in ("max_tokens_per_line", "max_line_bytes", "min_batch_size", "max_batch_size",
+                 "inner_batch_size"):  # fmt: skip
+        if getattr(args, name) < 1:
+            raise CommandError(f"{_flag(name)} must be at least 1, got {getattr(args, name)}")
+    for name in ("max_batch_tokens", "num_shards"):
+        if getattr(args, name) < 0:
+            raise CommandError(f"{_flag(name)} must be 0 or more, got {getattr(args, name)}")
+    if args.min_batch_size > args.max_batch_size:
+        raise CommandError("--min-batch-size is larger than --max-batch-size")
+    source = model_source(args)
+    for path in (source.options, source.weights):
+        if path is not None and "://" not in path and not os.path.isfile(path):
+            raise InputFileError(f"{path}: file not found")
+    return source
+
+
+def model_handler(args, source):
+    """The handler that the model flags name, checked before the job starts."""
+    # lazy: the [beam] extra and TensorFlow, after the flags are checked
+    from elmo_tf import presets
+    from elmo_tf.beam.model_handler import ElmoModelHandler
+    from elmo_tf.beam.saved_model_handler import ElmoSavedModelHandler, resolve_version
+
+    batching = {
+        "layers": args.layers,
+        "inner_batch_size": args.inner_batch_size,
+        "max_batch_tokens": args.max_batch_tokens,
+        "min_batch_size": args.min_batch_size,
+        "max_batch_size": args.max_batch_size,
+    }
+    if source.saved_model is not None:
+        if "://" not in source.saved_model:
+            resolve_version(source.saved_model)  # fails here, not on every worker
+        return ElmoSavedModelHandler(source.saved_model, signature=args.signature, **batching)
+    if source.options is not None:
+        return ElmoModelHandler(options_file=source.options, weight_file=source.weights, **batching)
+    if "://" not in source.model and presets.preset_files(source.model) is None:
+        raise CommandError(f"{source.model!r} is an architecture without bundled weights")
+    return ElmoModelHandler(source.model, **batching)
+
+
+def pipeline_options(beam_args):
+    """``PipelineOptions`` of ``beam_args``; with no ``--runner``, all local cores."""
+    from apache_beam.options.pipeline_options import PipelineOptions  # lazy: the [beam] extra
+
+    if not any(a == "--runner" or a.startswith("--runner=") for a in beam_args):
+        beam_args = ["--runner=FnApiRunner", "--direct_running_mode=multi_processing", *beam_args]
+        if not any(a.startswith("--direct_num_workers") for a in beam_args):
+            beam_args.append("--direct_num_workers=0")  # one worker per core
+    return PipelineOptions(beam_args)
+
+
+@contextlib.contextmanager
+def quiet_beam_logs(verbose):
+    """Beam's INFO and WARNING lines (its own, its workers', apitools') hidden unless
+    ``verbose``; errors still show."""
+    if verbose:
+        yield
+        return
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    root.setLevel(logging.ERROR)
+    if not root.handlers:  # Beam's import would otherwise install a WARNING handler
+        root.addHandler(logging.NullHandler())
+    previous = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the workers inherit it
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+        root.handlers[:] = handlers
+        if previous is None:
+            os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+
+
+def run_job(argv=None, prog="elmo-tf beam"):
+    """Runs the job of ``argv``; returns the ``summary`` counts."""
+    args, beam_args = build_parser(prog).parse_known_args(argv)
+    source = check_flags(args)
+    require_extra("beam")
+    with quiet_beam_logs(args.verbose):
+        import apache_beam  # lazy: the [beam] extra
+
+        from elmo_tf.beam import pipeline  # lazy: the [beam] extra
+
+        options = pipeline_options(beam_args)
+        pipeline.check_inputs(args.input)
+        handler = model_handler(args, source)
+        job = apache_beam.Pipeline(options=options)
+        pipeline.build_pipeline(
+            job,
+            handler,
+            args.input,
+            args.output,
+            file_format=args.file_format,
+            num_shards=args.num_shards,
+            max_tokens_per_line=args.max_tokens_per_line,
+            max_line_bytes=args.max_line_bytes,
+        )
+        result = job.run()
+        result.wait_until_finish()
+        counts = pipeline.summary(result)
+    print(
+        f"elmo_tf.beam: embedded {counts['embedded_lines']:,} lines "
+        f"({counts['embedded_tokens']:,} tokens) to {args.output}-*.{args.file_format}; "
+        f"{counts['dead_letters']:,} dead letters in "
+        f"{pipeline.dead_letter_prefix(args.output)}-*.jsonl",
+        flush=True,
+    )
+    return counts
+
+
+def _flag(name):
+    return "--" + name.replace("_", "-")

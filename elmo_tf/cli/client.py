@@ -9,8 +9,8 @@ import json
 import os
 import sys
 
-from elmo_tf import files
 from elmo_tf.cli.common import CommandError, require_extra
+from elmo_tf.text_lines import decoded_lines, read_text_lines
 
 SIGNATURES = ("default", "tokens", "char_ids")
 
@@ -43,17 +43,17 @@ def add_parser(subparsers):
 def read_sentences(source):
     """Lines of the file ``source`` (``-``: stdin), or ``[source]`` when it names no file."""
     if source == "-":
-        return sys.stdin.read().splitlines()
+        return list(decoded_lines(sys.stdin.buffer, "standard input"))
     if os.path.isfile(source):
-        return files.read_text_lines(source)
+        return list(read_text_lines(source))
     return [source]
 
 
 def run(args):
-    require_extra("serving", "grpc", "tensorflow_serving")
-    import grpc
+    require_extra("serving")
+    import grpc  # lazy: the [serving] extra
 
-    from elmo_tf.serving.client import embed
+    from elmo_tf.serving.client import embed  # lazy: the [serving] extra
 
     sentences = read_sentences(args.input)
     if not sentences:

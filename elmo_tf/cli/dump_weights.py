@@ -9,6 +9,8 @@ bilm-tf), ``vocab.txt`` and ``softmax.hdf5`` (``softmax/W`` ``(V, P)``, ``softma
 
 import sys
 
+from elmo_tf.training.checkpoints import dump_weights
+
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
@@ -31,7 +33,6 @@ def add_parser(subparsers):
 
 
 def run(args):
-    from elmo_tf.training.checkpoints import dump_weights
 
     dtype = "float16" if args.softmax_float16 else "float32"
     outdir, step = dump_weights(args.checkpoint, args.outdir, softmax_dtype=dtype)

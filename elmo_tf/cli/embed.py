@@ -6,17 +6,18 @@ The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write ar
 
 import os
 
-from elmo_tf.batching import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
-from elmo_tf.cli.common import CommandError, Progress, load_model
+from elmo_tf.cli.common import CommandError
+from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
+from elmo_tf.cli.progress import Progress
 from elmo_tf.cpu_threads import configure_threads
 from elmo_tf.embedding_file import (
-    DEFAULT_MAX_TOKENS_PER_LINE,
     LAYER_CHOICES,
     check_line_lengths,
     read_sentences,
     write_embeddings,
 )
-from elmo_tf.presets import add_model_arguments
+from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
+from elmo_tf.text_lines import MAX_TOKENS_PER_LINE
 
 FORMATS = LAYER_CHOICES
 
@@ -77,9 +78,9 @@ def add_parser(subparsers):
     parser.add_argument(
         "--max-tokens-per-line",
         type=int,
-        default=DEFAULT_MAX_TOKENS_PER_LINE,
+        default=MAX_TOKENS_PER_LINE,
         metavar="N",
-        help=f"refuse a line longer than this, naming it (default {DEFAULT_MAX_TOKENS_PER_LINE:,}; "
+        help=f"refuse a line longer than this, naming it (default {MAX_TOKENS_PER_LINE:,}; "
         "memory grows with a line's length)",
     )
     return parser
@@ -97,9 +98,10 @@ def run(args):
         raise CommandError(
             f"--max-tokens-per-line must be at least 1, got {args.max_tokens_per_line}"
         )
+    model_source(args)
+    check_output_path(args.output, args.input)
     sentences = read_sentences(args.input)
     check_line_lengths(sentences, args.input, args.max_tokens_per_line)
-    check_output_path(args.output, args.input)
     configure_threads(warn=False)  # before the model's first op: both LSTM directions side by side
     model = load_model(args)
     progress = Progress(len(sentences), unit="sentences")

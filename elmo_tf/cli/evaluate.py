@@ -13,6 +13,8 @@ biLM predicts (``elmo_tf.training.unigram``).
 import json
 
 from elmo_tf.cli.common import CommandError
+from elmo_tf.training.corpus import read_corpus
+from elmo_tf.training.unigram import unigram_perplexity
 
 
 def add_parser(subparsers):
@@ -50,7 +52,6 @@ def add_parser(subparsers):
 
 
 def run(args):
-    from elmo_tf.training.corpus import read_corpus
 
     for name in ("batch_size", "unroll_steps"):
         if getattr(args, name) < 1:
@@ -61,13 +62,12 @@ def run(args):
     train_corpus = None
     if args.unigram_baseline:
         train_corpus = read_corpus(args.unigram_baseline, what="training")
+    # lazy: the command line starts without TensorFlow
     from elmo_tf.training.evaluation import evaluate, load_for_evaluation
 
     model, vocabulary = load_for_evaluation(args.model)
     baseline = None
     if train_corpus is not None:
-        from elmo_tf.training.unigram import unigram_perplexity
-
         try:  # before the slow part, so that a zero probability stops the run at once
             baseline = unigram_perplexity(train_corpus, corpus, vocabulary, args.unigram_smoothing)
         except ValueError as e:

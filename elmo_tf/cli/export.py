@@ -1,7 +1,7 @@
 """``elmo-tf export {saved-model,tflite}``: argument parsing for ``elmo_tf.export``.
 
 ``saved-model`` writes a versioned TF SavedModel (TF Serving, ``hub.KerasLayer``,
-``elmo_tf.ElmoLayer``); its contract is stated in ``elmo_tf.saved_model_module``.
+``elmo_tf.ElmoLayer``); its contract is stated in ``elmo_tf.export.saved_model_module``.
 ``tflite`` writes a TFLite flatbuffer taking character ids; its contract is stated in
 ``elmo_tf.export.tflite``.
 """
@@ -10,10 +10,11 @@ import os
 import sys
 import time
 
-from elmo_tf.cli.common import CommandError, load_model
-from elmo_tf.presets import add_model_arguments
+from elmo_tf.cli.common import CommandError, require_extra
+from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
+from elmo_tf.export.versions import version_directory
 
-QUANTIZE_CHOICES = ("dynamic",)
+QUANTIZE_CHOICES = ("dynamic",)  # elmo_tf.export.tflite's, without importing TensorFlow
 
 
 def add_parser(subparsers):
@@ -95,11 +96,12 @@ def _add_tflite_parser(formats):
 
 
 def run_saved_model(args):
-    from elmo_tf.export.saved_model import export_saved_model, version_directory
-
     if not 0.0 <= args.dropout < 1.0:
         raise CommandError(f"--dropout must be in [0, 1), got {args.dropout}")
+    model_source(args)
     version_directory(args.outdir, args.version)  # fail before the slow part
+    from elmo_tf.export.saved_model import export_saved_model  # lazy: starts TensorFlow
+
     start = time.monotonic()
     model = load_model(args, step="[1/2] ", l2_coefficient=0.0, dropout=args.dropout)
     print("[2/2] tracing signatures and writing the SavedModel", file=sys.stderr, flush=True)
@@ -110,8 +112,7 @@ def run_saved_model(args):
 
 
 def run_tflite(args):
-    from elmo_tf.export.tflite import export_tflite
-
+    require_extra("tflite")
     if args.batch_size < 1:
         raise CommandError(f"--batch-size must be a positive integer, got {args.batch_size}")
     if args.max_length is not None and args.max_length < 1:
@@ -119,6 +120,9 @@ def run_tflite(args):
     outdir = os.path.dirname(os.path.abspath(args.outfile))
     if not os.path.isdir(outdir):
         raise CommandError(f"directory {outdir} of OUTFILE does not exist")
+    model_source(args)
+    from elmo_tf.export.tflite import export_tflite  # lazy: starts TensorFlow
+
     start = time.monotonic()
     model = load_model(args, step="[1/2] ", dedupe_tokens=False)
     shape = f"[{args.batch_size}, {args.max_length or 'T'}, 50]"

@@ -8,8 +8,11 @@ Exit status: 0 on success, 1 for an error the user can fix (reported as one line
 ``elmo-tf <command>: error: ...`` on stderr, never a traceback), 2 for a usage error,
 130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM).
 
-TensorFlow's native start-up logs are hidden unless ``--verbose`` is given or
-``TF_CPP_MIN_LOG_LEVEL=0`` is set (``elmo_tf.cli.native_logs``).
+Every command parses its arguments, and checks them and the extra it needs, before it imports
+TensorFlow: ``elmo-tf --help``, a subcommand's ``--help`` and a usage error answer at once
+(the command modules import only light modules at the top; ``elmo_tf/__init__`` leaves
+TensorFlow out in this process). TensorFlow's native start-up logs are hidden unless
+``--verbose`` is given or ``TF_CPP_MIN_LOG_LEVEL=0`` is set (``elmo_tf.native_logs``).
 """
 
 import argparse
@@ -19,7 +22,8 @@ import os
 import re
 import sys
 
-from elmo_tf import native_logs
+from elmo_tf import __version__, native_logs
+from elmo_tf.cli import beam as beam_command
 from elmo_tf.cli import stop_signals
 from elmo_tf.errors import ElmoError, OutputFileError
 
@@ -40,8 +44,6 @@ COMMANDS = (
 
 def build_parser():
     """The top-level parser with every subcommand of ``COMMANDS`` attached."""
-    from elmo_tf import __version__
-
     parser = argparse.ArgumentParser(
         prog=PROG, description="ELMo contextual word representations for TensorFlow 2."
     )
@@ -91,15 +93,16 @@ class PlainTextHelpFormatter(argparse.HelpFormatter):
         return plain_text(super()._expand_help(action))
 
 
-def console_main():
-    """The ``elmo-tf`` console script: ``main`` with TensorFlow's native noise filtered.
+def console_main(argv=None):
+    """The ``elmo-tf`` console script (``argv``: default ``sys.argv[1:]``): ``main`` with
+    TensorFlow's native noise filtered.
 
     SIGTERM ends a command the way Ctrl-C does: its temporary files are removed, and it exits
     with 143 (130 for Ctrl-C) whatever exception the signal turned into on its way out
     (``elmo_tf.cli.stop_signals``; ``serve`` installs its own handlers).
     """
     stop_signals.install()
-    sys.exit(main(as_command=True))
+    sys.exit(main(argv, as_command=True))
 
 
 def main(argv=None, as_command=False):
@@ -121,9 +124,12 @@ def main(argv=None, as_command=False):
         return status
 
     verbose = getattr(args, "verbose", False)
+    if args.command == "beam":  # its own parser reads its flags, --verbose among them
+        verbose = beam_command.verbose(args.beam_args)
     quiet = as_command and native_logs.wanted(verbose)
     if not verbose:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow's first import
+        # The elmo-tf process imports TensorFlow in args.run, after this.
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         with native_logs.filtered_stderr() if quiet else contextlib.nullcontext():
             return args.run(args)

@@ -9,10 +9,11 @@ learnt about context. Prints a Markdown table (or JSON with ``--json``).
 
 import json
 
+from elmo_tf.cli.common import CommandError
+from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
+
 
 def add_parser(subparsers):
-    from elmo_tf import presets
-
     parser = subparsers.add_parser(
         "senses",
         help="word-sense probe: per-layer nearest-neighbour accuracy vs random weights",
@@ -23,7 +24,7 @@ def add_parser(subparsers):
             "word) has the same sense: for MODEL and for its random-weight twin."
         ),
     )
-    presets.add_model_arguments(parser)
+    add_model_arguments(parser)
     parser.add_argument(
         "--examples",
         metavar="TSV",
@@ -41,15 +42,16 @@ def add_parser(subparsers):
 
 
 def run(args):
+    if args.random_seeds < 0:
+        raise CommandError("--random-seeds must be non-negative")
+    model_source(args)
+    # lazy: the command line starts without TensorFlow
     import keras
     import numpy as np
 
-    from elmo_tf import word_senses
-    from elmo_tf.cli.common import CommandError, load_model
     from elmo_tf.models import ELMo
+    from elmo_tf.probes import word_senses
 
-    if args.random_seeds < 0:
-        raise CommandError("--random-seeds must be non-negative")
     examples = word_senses.load_examples(args.examples)
     model = load_model(args, step="")
     trained = word_senses.nearest_neighbour_accuracy(model, examples)

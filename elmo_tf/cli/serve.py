@@ -8,13 +8,12 @@ Ctrl-C it stops accepting, lets the requests in flight finish for up to
 """
 
 import logging
-import os
 import signal
 import sys
 import threading
 
 from elmo_tf.cli.common import CommandError, require_extra
-from elmo_tf.serving import request_limits
+from elmo_tf.serving import options, request_limits
 
 
 def add_parser(subparsers):
@@ -31,7 +30,12 @@ def add_parser(subparsers):
         help="directory of version directories N/ (elmo-tf export saved-model's OUTDIR)",
     )
     parser.add_argument("--model-name", "--model_name", default="elmo", help="default: elmo")
-    parser.add_argument("--port", type=int, default=8500, help="gRPC port, 0: any (default 8500)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=options.DEFAULT_PORT,
+        help=f"gRPC port, 0: any (default {options.DEFAULT_PORT})",
+    )
     parser.add_argument(
         "--rest-port",
         "--rest-api-port",
@@ -61,38 +65,46 @@ def add_parser(subparsers):
         metavar="FILE",
         help="TF Serving's batching_parameters.txt (the flags below override it)",
     )
+    batching_defaults = options.BatchingOptions()
     for flag, help_text in (
-        ("--max-batch-size", "most rows in a batch (default 32)"),
-        ("--batch-timeout-micros", "longest wait for a batch to fill (default 2000)"),
-        ("--max-enqueued-batches", "full batches queued before refusing (default 100)"),
-        ("--num-batch-threads", "batches run at once, per signature (default 2)"),
+        ("--max-batch-size", "most rows in a batch"),
+        ("--batch-timeout-micros", "longest wait for a batch to fill"),
+        ("--max-enqueued-batches", "full batches queued before refusing"),
+        ("--num-batch-threads", "batches run at once, per signature"),
     ):
+        default = getattr(batching_defaults, flag[2:].replace("-", "_"))
         parser.add_argument(
-            flag, "--" + flag[2:].replace("-", "_"), type=int, metavar="N", help=help_text
+            flag,
+            "--" + flag[2:].replace("-", "_"),
+            type=int,
+            metavar="N",
+            help=f"{help_text} (default {default})",
         )
     parser.add_argument(
         "--max-request-bytes",
         type=int,
-        default=16 * 1024 * 1024,
+        default=options.DEFAULT_MAX_REQUEST_BYTES,
         metavar="N",
-        help="largest request accepted, gRPC or REST (default 16 MiB)",
+        help="largest request accepted, gRPC or REST "
+        f"(default {options.DEFAULT_MAX_REQUEST_BYTES:,})",
     )
     parser.add_argument(
         "--poll-seconds",
         "--file-system-poll-wait-seconds",
         "--file_system_poll_wait_seconds",
         type=float,
-        default=2.0,
+        default=options.DEFAULT_POLL_SECONDS,
         metavar="S",
-        help="how often to look for a new version, 0: never (default 2)",
+        help="how often to look for a new version, 0: never "
+        f"(default {options.DEFAULT_POLL_SECONDS:g})",
     )
     parser.add_argument(
         "--grpc-max-threads",
         "--grpc_max_threads",
         type=int,
-        default=32,
+        default=options.DEFAULT_GRPC_MAX_THREADS,
         metavar="N",
-        help="gRPC requests in flight at once (default 32)",
+        help=f"gRPC requests in flight at once (default {options.DEFAULT_GRPC_MAX_THREADS})",
     )
     for flag, default, help_text in (
         ("--max-request-rows", "DEFAULT_MAX_REQUEST_ROWS", "rows (sentences) in one request"),
@@ -107,9 +119,10 @@ def add_parser(subparsers):
     parser.add_argument(
         "--rest-timeout-seconds",
         type=float,
-        default=30.0,
+        default=options.DEFAULT_REST_TIMEOUT_SECONDS,
         metavar="S",
-        help="close a REST connection idle or sending a request for this long (default 30)",
+        help="close a REST connection idle or sending a request for this long "
+        f"(default {options.DEFAULT_REST_TIMEOUT_SECONDS:g})",
     )
     parser.add_argument(
         "--shutdown-grace-seconds",
@@ -123,13 +136,11 @@ def add_parser(subparsers):
 
 def batching_options(args):
     """The ``BatchingOptions`` of the flags (file first, flags over it), or ``None``."""
-    from elmo_tf.serving.batching import BatchingOptions, read_batching_parameters
-
     if not args.enable_batching:
         return None
     values = {}
     if args.batching_parameters_file:
-        values.update(read_batching_parameters(args.batching_parameters_file))
+        values.update(options.read_batching_parameters(args.batching_parameters_file))
     for name in (
         "max_batch_size",
         "batch_timeout_micros",
@@ -138,44 +149,19 @@ def batching_options(args):
     ):
         if getattr(args, name) is not None:
             values[name] = getattr(args, name)
-    try:
-        return BatchingOptions(**values)
-    except ValueError as e:
-        raise CommandError(str(e).replace("_", "-")) from None
+    return options.BatchingOptions(**values)
 
 
-def run(args):
-    require_extra("serving", "grpc", "tensorflow_serving")
-    from elmo_tf.serving.server import ModelServer, ServerOptions
-
-    if not os.path.isdir(args.model_base_path):
-        raise CommandError(f"--model-base-path {args.model_base_path} is not a directory")
-    for flag in (
-        "max_request_bytes",
-        "grpc_max_threads",
-        "max_request_rows",
-        "max_tokens_per_row",
-        "max_request_tokens",
-        "max_token_bytes",
-    ):
-        if getattr(args, flag) < 1:
-            raise CommandError(f"--{flag.replace('_', '-')} must be at least 1")
-    if args.poll_seconds < 0:
-        raise CommandError("--poll-seconds must not be negative")
-    for flag in ("rest_timeout_seconds", "shutdown_grace_seconds"):
-        if not getattr(args, flag) > 0:
-            raise CommandError(f"--{flag.replace('_', '-')} must be positive")
-    batching = batching_options(args)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s elmo-tf serve: %(message)s", stream=sys.stderr
-    )
-    options = ServerOptions(
+def server_options(args):
+    """The ``ServerOptions`` of the flags; it checks every value (errors name the option,
+    whose flag is the same name with dashes)."""
+    return options.ServerOptions(
         model_base_path=args.model_base_path,
         model_name=args.model_name,
         host=args.host,
         port=args.port,
         rest_port=args.rest_port,
-        batching=batching,
+        batching=batching_options(args),
         max_request_bytes=args.max_request_bytes,
         poll_seconds=args.poll_seconds,
         grpc_max_threads=args.grpc_max_threads,
@@ -185,7 +171,19 @@ def run(args):
         max_token_bytes=args.max_token_bytes,
         rest_timeout_seconds=args.rest_timeout_seconds,
     )
-    server = ModelServer(options)
+
+
+def run(args):
+    require_extra("serving")
+    if not args.shutdown_grace_seconds > 0:
+        raise CommandError("--shutdown-grace-seconds must be positive")
+    server_opts = server_options(args)
+    from elmo_tf.serving.server import ModelServer  # lazy: the [serving] extra, TensorFlow
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s elmo-tf serve: %(message)s", stream=sys.stderr
+    )
+    server = ModelServer(server_opts)
     stop = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
     try:

@@ -18,17 +18,17 @@ This module parses the flags and prints; ``elmo_tf.training.plan`` checks them a
 inputs, ``Trainer`` trains.
 """
 
+import argparse
 import dataclasses
 import sys
 import time
 
-from elmo_tf.cli.common import Progress
+from elmo_tf import presets
+from elmo_tf.cli.progress import Progress
+from elmo_tf.training.training_options import DEFAULT_LEARNING_RATES, TrainingOptions
 
 
 def add_parser(subparsers):
-    from elmo_tf import presets
-    from elmo_tf.training.training_options import DEFAULT_LEARNING_RATES, TrainingOptions
-
     defaults = TrainingOptions()
     architecture = presets.TRAINING_DEFAULT
     parser = subparsers.add_parser(
@@ -137,17 +137,15 @@ def _filters(text):
         pairs = [item.split(":") for item in text.split(",")]
         return [[int(w), int(n)] for w, n in pairs]
     except ValueError:
-        import argparse
-
         raise argparse.ArgumentTypeError(
             f"expected WIDTH:COUNT pairs separated by commas, got {text!r}"
         ) from None
 
 
 def run(args):
+    # lazy: the command line starts without TensorFlow
     from elmo_tf.training import distribution, plan
     from elmo_tf.training.trainer import Trainer
-    from elmo_tf.training.training_options import TrainingOptions
 
     def given(names):
         return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}

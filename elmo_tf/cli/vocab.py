@@ -8,6 +8,9 @@ sorted by frequency).
 
 import sys
 
+from elmo_tf.training.corpus import read_corpus
+from elmo_tf.training.vocabulary import Vocabulary
+
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
@@ -31,8 +34,6 @@ def add_parser(subparsers):
 
 
 def run(args):
-    from elmo_tf.training.corpus import read_corpus
-    from elmo_tf.training.vocabulary import Vocabulary
 
     corpus = read_corpus(args.files)
     vocabulary = Vocabulary.from_counts(

@@ -1,1 +1,11 @@
-"""Entry points that export an ELMo model to deployable artefacts (SavedModel, TFLite)."""
+"""ELMo as deployable artefacts, and the Keras layer that reuses them.
+
+=======================  ================================================================
+``saved_model``          ``export_saved_model``: a versioned TF SavedModel (TF Serving, Hub)
+``saved_model_module``   ``ElmoModule``: the SavedModel's contract (signatures, outputs)
+``versions``             TF Serving's version directories ``BASE/N/``: one parser
+``elmo_layer``           ``ElmoLayer``: an exported SavedModel as a fine-tunable Keras 3 layer
+``tflite``               ``export_tflite``: a TFLite flatbuffer with built-in ops only
+``litert``               ``run_tflite``: running it with LiteRT (the ``[tflite]`` extra)
+=======================  ================================================================
+"""

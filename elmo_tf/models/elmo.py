@@ -1,53 +1,29 @@
-"""ELMo: the character-based biLM and its learned layer mix, as one Keras model."""
+"""ELMo: the character-based biLM and its learned layer mix, as one Keras model.
 
-import typing
+The graph (``call``, ``contextualize``) lives here; the host side of ``embed`` (batching,
+the token-vector cache, compiled calls, assembling the results) in ``embedder``.
+"""
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from elmo_tf import batching, characters
+from elmo_tf import characters, presets
 from elmo_tf.config import ElmoConfig
 from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
+from elmo_tf.models.embedder import Embedder
+from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
+from elmo_tf.models.outputs import LSTMState, output_keys
+from elmo_tf.weight_file import load_weights as load_weight_file
 
 
-def output_keys(n_lstm_layers, num_output_representations=1):
-    """The output keys of an ELMo with ``n_lstm_layers`` LSTM layers, in order.
+def load_pretrained(options_file, weight_file, size_limits=None, **kwargs):
+    """Builds an ``ELMo`` from an official options.json and weight file.
 
-    ``word_emb``, ``lstm_outputs1`` .. ``lstm_outputs{n_lstm_layers}``, ``elmo`` (then
-    ``elmo_1`` .. ``elmo_{R-1}`` for ``num_output_representations`` R > 1), ``default``,
-    ``sequence_len``. With the default R = 1 these are the outputs of every exported surface
-    (SavedModel signatures, ``ElmoLayer``, TFLite); their shapes and meaning are tabled in
-    ``elmo_tf.saved_model_module``.
-
-    >>> output_keys(1)
-    ('word_emb', 'lstm_outputs1', 'elmo', 'default', 'sequence_len')
+    ``size_limits`` raises the bounds on the model's size (see ``elmo_tf.config``). Other
+    keyword arguments go to ``ELMo`` (``num_output_representations``, ``do_layer_norm``...).
     """
-    for name, value in [
-        ("n_lstm_layers", n_lstm_layers),
-        ("num_output_representations", num_output_representations),
-    ]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return (
-        "word_emb",
-        *(f"lstm_outputs{k}" for k in range(1, n_lstm_layers + 1)),
-        "elmo",
-        *(f"elmo_{k}" for k in range(1, num_output_representations)),
-        "default",
-        "sequence_len",
-    )
-
-
-class LSTMState(typing.NamedTuple):
-    """Per-row LSTM state of both directions of every layer.
-
-    ``cell``: ``(B, n_layers, 2, D)``; ``hidden``: ``(B, n_layers, 2, P)``; axis 2 is
-    (forward, backward).
-    """
-
-    cell: typing.Any
-    hidden: typing.Any
+    return ELMo.from_files(options_file, weight_file, size_limits=size_limits, **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
@@ -81,7 +57,7 @@ class ELMo(keras.Model):
     Returns:
         A dict keyed by ``output_keys(L, num_output_representations)`` for the config's L LSTM
         layers (``word_emb``, ``lstm_outputs1`` .. ``lstm_outputs{L}``, ``elmo``, ``default``,
-        ``sequence_len``; shapes and meaning in the table of ``elmo_tf.saved_model_module``;
+        ``sequence_len``; shapes and meaning in the table of ``elmo_tf.export.saved_model_module``;
         ``elmo_k`` are the extra mixes, shaped like ``elmo``; :meth:`output_shapes` gives
         every shape), plus ``state`` (an ``LSTMState`` after each row's last real position)
         when an initial state was given. Padded positions are zero.
@@ -163,9 +139,6 @@ class ELMo(keras.Model):
 
         >>> model = elmo_tf.ELMo.from_preset("sotu")
         """
-        from elmo_tf import presets
-        from elmo_tf.weight_file import load_pretrained
-
         files = presets.preset_files(name_or_dir)
         if files is None:
             if load_weights:
@@ -176,8 +149,15 @@ class ELMo(keras.Model):
                 )
             return cls(presets.preset(name_or_dir), **kwargs)
         if load_weights:
-            return load_pretrained(*files, **kwargs)
+            return cls.from_files(*files, **kwargs)
         return cls(ElmoConfig.from_file(files[0]), **kwargs)
+
+    @classmethod
+    def from_files(cls, options_file, weight_file, size_limits=None, **kwargs):
+        """An ``ELMo`` from an official options.json and HDF5 weight file
+        (``elmo_tf.load_pretrained``; ``size_limits``: see ``elmo_tf.config``)."""
+        config = ElmoConfig.from_file(options_file, size_limits=size_limits)
+        return load_weight_file(cls(config, **kwargs), weight_file)
 
     def build(self, input_shape=None):
         if self.built:
@@ -188,8 +168,6 @@ class ELMo(keras.Model):
         for mix in self.scalar_mixes:
             mix.build([(None, None, self.config.output_dim)] * (self.config.n_lstm_layers + 1))
         self.built = True
-
-    # ------------------------------------------------------------------ graph
 
     def encode_tokens(self, char_ids, mask):
         """Context-free token vectors ``(B, T, P)`` for ids ``(B, T, 50)``; zero where masked.
@@ -295,7 +273,7 @@ class ELMo(keras.Model):
             outputs["state"] = bilm["state"]
         return outputs
 
-    # ------------------------------------------------------------------ host
+    # ------------------------------------------------------------------ host side
 
     def output_shapes(self, batch_size=None, length=None):
         """``{key: shape}`` of :meth:`call`'s outputs (without ``state``), in key order.
@@ -325,24 +303,23 @@ class ELMo(keras.Model):
     def embedder(self):
         """The host-side runner behind :meth:`embed` (compiled once per model)."""
         if self._embedder is None:
-            from elmo_tf.embedder import Embedder
-
             self._embedder = Embedder(self)
         return self._embedder
 
     @property
     def token_cache(self):
-        """The model's token-vector cache (``elmo_tf.token_cache.TokenVectorCache``): ``hits``,
-        ``misses``, ``len()``, ``nbytes``, ``clear()``, ``resize(max_tokens, max_bytes)``."""
+        """The model's token-vector cache (``elmo_tf.models.token_cache.TokenVectorCache``):
+        ``hits``, ``misses``, ``len()``, ``nbytes``, ``clear()``,
+        ``resize(max_tokens, max_bytes)``."""
         return self.embedder.token_cache
 
     def embed_batches(
         self,
         sentences,
-        batch_size=batching.DEFAULT_BATCH_SIZE,
+        batch_size=DEFAULT_BATCH_SIZE,
         initial_state=None,
         token_cache_size=None,
-        max_batch_tokens=batching.DEFAULT_MAX_BATCH_TOKENS,
+        max_batch_tokens=DEFAULT_MAX_BATCH_TOKENS,
     ):
         """Embeds sentences batch by batch, in groups of similar length (longest first).
 
@@ -350,40 +327,28 @@ class ELMo(keras.Model):
         ``sentences`` and the model's outputs for them as numpy arrays (padded to the batch's
         longest sentence). A batch holds at most ``batch_size`` sentences and at most
         ``max_batch_tokens`` padded tokens (its rows times its longest sentence; default
-        ``elmo_tf.batching.DEFAULT_MAX_BATCH_TOKENS``, 128 x 48), so batches of long sentences
-        have fewer rows and a batch's memory stays bounded; a sentence longer than the budget
-        runs alone; ``None`` or 0: no budget. With ``initial_state`` (an ``LSTMState`` with one
-        row per sentence) each batch starts from its rows' states and ``outputs["state"]``
-        holds them after each sentence. The context-free vector of each distinct token is
-        computed once and kept in the model's ``token_cache`` across calls (bounded,
-        thread-safe, emptied when the character encoder's weights change;
-        ``elmo_tf.token_cache``); ``token_cache_size=N`` uses a private cache of N tokens for
-        this call instead, 0 none.
+        ``DEFAULT_MAX_BATCH_TOKENS``, 128 x 48), so batches of long sentences have fewer rows
+        and a batch's memory stays bounded; a sentence longer than the budget runs alone;
+        ``None`` or 0: no budget. With ``initial_state`` (an ``LSTMState`` with one row per
+        sentence) each batch starts from its rows' states and ``outputs["state"]`` holds them
+        after each sentence. The context-free vector of each distinct token is computed once
+        and kept in the model's ``token_cache`` across calls (bounded, thread-safe, emptied
+        when the character encoder's weights change; ``elmo_tf.models.token_cache``);
+        ``token_cache_size=N`` uses a private cache of N tokens for this call instead, 0 none.
         Compiled once; new batch shapes do not re-trace.
         """
-        sentences = [characters._as_token_list(s, i) for i, s in enumerate(sentences)]
-        batching.check_max_batch_tokens(max_batch_tokens)
-        if initial_state is not None:
-            initial_state = LSTMState(*(np.asarray(s, np.float32) for s in initial_state))
-            expected = self.zero_state(len(sentences))
-            for name, given, want in zip(LSTMState._fields, initial_state, expected):
-                if given.shape != want.shape:
-                    raise ValueError(
-                        f"initial_state.{name} has shape {given.shape}; expected {want.shape} "
-                        f"for {len(sentences)} sentences"
-                    )
-        yield from self.embedder.run(
+        return self.embedder.batches(
             sentences, batch_size, initial_state, token_cache_size, max_batch_tokens
         )
 
     def embed(
         self,
         sentences,
-        batch_size=batching.DEFAULT_BATCH_SIZE,
+        batch_size=DEFAULT_BATCH_SIZE,
         initial_state=None,
         return_state=False,
         token_cache_size=None,
-        max_batch_tokens=batching.DEFAULT_MAX_BATCH_TOKENS,
+        max_batch_tokens=DEFAULT_MAX_BATCH_TOKENS,
     ):
         """Embeds tokenised sentences; returns numpy arrays in the order given.
 
@@ -399,35 +364,13 @@ class ELMo(keras.Model):
 
         Returns:
             A dict with the keys and meaning of :meth:`call`'s outputs (the table in
-            ``elmo_tf.saved_model_module``; arrays padded to the longest sentence, shapes as
-            :meth:`output_shapes` gives them), or ``(outputs, state)`` with ``return_state``.
+            ``elmo_tf.export.saved_model_module``; arrays padded to the longest sentence,
+            shapes as :meth:`output_shapes` gives them), or ``(outputs, state)`` with
+            ``return_state``.
         """
-        sentences = [characters._as_token_list(s, i) for i, s in enumerate(sentences)]
-        n = len(sentences)
-        max_len = max((len(s) for s in sentences), default=0)
-        result = {
-            key: np.zeros(shape, np.float32)
-            for key, shape in self.output_shapes(n, max_len).items()
-        }
-        result["sequence_len"] = np.array([len(s) for s in sentences], np.int32)
-        if return_state and initial_state is None:
-            initial_state = self.zero_state(n)
-        state = None if initial_state is None else self.zero_state(n)
-        for indices, outputs in self.embed_batches(
-            sentences, batch_size, initial_state, token_cache_size, max_batch_tokens
-        ):
-            for key, array in result.items():
-                if key == "sequence_len":
-                    continue
-                value = outputs[key]
-                if array.ndim == 3:
-                    array[indices, : value.shape[1]] = value
-                else:
-                    array[indices] = value
-            if state is not None:
-                state.cell[indices] = outputs["state"].cell
-                state.hidden[indices] = outputs["state"].hidden
-        return (result, state) if return_state else result
+        return self.embedder.embed(
+            sentences, batch_size, initial_state, return_state, token_cache_size, max_batch_tokens
+        )
 
     def get_config(self):
         config = super().get_config()

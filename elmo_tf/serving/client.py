@@ -9,26 +9,29 @@ against ``elmo-tf serve`` and against TF Serving itself (``serving/docker-compos
 ((2, 3, 32), (2, 32))
 
 A sentence is a string of whitespace-separated tokens or a list of tokens. The signature picks
-what is sent (``elmo_tf.saved_model_module`` states the contract):
+what is sent (``elmo_tf.export.saved_model_module`` states the contract):
 
 - ``default``: the sentences as strings, tokenised by the server;
 - ``tokens``: a ``[batch, max_len]`` string tensor padded with ``""`` and ``sequence_len``;
 - ``char_ids``: ``[batch, max_len, 50]`` character ids made here (``elmo_tf.batch_to_ids``).
 """
 
+from elmo_tf import extras
+
+extras.require("serving", __name__)
+
 import grpc
 import numpy as np
+import tensorflow as tf
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from elmo_tf.characters import split_tokens
+from elmo_tf.characters import batch_to_ids, split_tokens
 
 SIGNATURES = ("default", "tokens", "char_ids")
 
 
 def make_request(sentences, signature="default", model_name="elmo", outputs=(), version=None):
     """The ``PredictRequest`` for ``sentences`` on ``signature``; ``outputs`` filters outputs."""
-    import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2
-
     if signature not in SIGNATURES:
         raise ValueError(f"signature must be one of {SIGNATURES}, got {signature!r}")
     request = predict_pb2.PredictRequest()
@@ -49,8 +52,6 @@ def make_request(sentences, signature="default", model_name="elmo", outputs=(), 
         lengths = np.array([len(t) for t in token_lists], dtype=np.int32)
         request.inputs["sequence_len"].CopyFrom(tf.make_tensor_proto(lengths))
     else:
-        from elmo_tf.characters import batch_to_ids
-
         char_ids = np.asarray(batch_to_ids(token_lists), dtype=np.int32)
         request.inputs["char_ids"].CopyFrom(tf.make_tensor_proto(char_ids))
     return request
@@ -71,7 +72,6 @@ class Client:
     """
 
     def __init__(self, server, model_name="elmo", timeout=60.0):
-        from tensorflow_serving.apis import prediction_service_pb2_grpc
 
         self.model_name = model_name
         self.timeout = timeout
@@ -80,8 +80,6 @@ class Client:
 
     def embed(self, sentences, signature="default", outputs=(), version=None):
         """``{output: numpy array}`` for ``sentences``; raises ``grpc.RpcError`` on failure."""
-        import tensorflow as tf
-
         request = make_request(sentences, signature, self.model_name, outputs, version)
         response = self.stub.Predict(request, timeout=self.timeout)
         return {key: tf.make_ndarray(value) for key, value in response.outputs.items()}
@@ -111,7 +109,7 @@ def embed(
         timeout: seconds the call may take.
 
     Returns:
-        ``{output key: numpy array}`` (see ``elmo_tf.saved_model_module``).
+        ``{output key: numpy array}`` (see ``elmo_tf.export.saved_model_module``).
     """
     with Client(server, model_name, timeout) as client:
         return client.embed(sentences, signature, outputs, version)

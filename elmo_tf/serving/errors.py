@@ -1,5 +1,9 @@
 """``ServingError``: a failed request, with its gRPC status code and its REST status."""
 
+from elmo_tf import extras
+
+extras.require("serving", __name__)
+
 import grpc
 
 # REST status of each gRPC code, as TF Serving's HTTP front end maps them.

@@ -7,6 +7,10 @@ NOT_FOUND for an unknown model, version or signature, RESOURCE_EXHAUSTED for a f
 Regress, MultiInference and HandleReloadConfigRequest answer UNIMPLEMENTED.
 """
 
+from elmo_tf import extras
+
+extras.require("serving", __name__)
+
 import logging
 
 import grpc

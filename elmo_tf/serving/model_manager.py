@@ -10,6 +10,10 @@ once when its directory changes; the old version keeps serving meanwhile. Only n
 digits are versions (``"²"`` passes ``str.isdigit()`` but is not a number ``int`` reads).
 """
 
+from elmo_tf import extras
+
+extras.require("serving", __name__)
+
 import contextlib
 import gc
 import logging
@@ -19,11 +23,13 @@ import threading
 import time
 
 import grpc
+import numpy as np
+import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus
 
-from elmo_tf.serving.batching import CLIENT_GONE, Batcher
 from elmo_tf.serving.errors import ServingError, invalid_argument, not_found, resource_exhausted
+from elmo_tf.serving.request_batching import CLIENT_GONE, Batcher
 from elmo_tf.serving.signature import SignatureSpec, is_string
 
 log = logging.getLogger("serving")
@@ -43,7 +49,6 @@ class Servable:
     """
 
     def __init__(self, name, version, path, batching=None):
-        import tensorflow as tf
 
         self.name = name
         self.version = version
@@ -92,8 +97,6 @@ class Servable:
 
     def run(self, key, inputs):
         """Runs signature ``key`` on validated inputs, turning TF errors into ``ServingError``."""
-        import tensorflow as tf
-
         spec = self.specs[key]
         tensors = {
             alias: tf.constant(value, dtype=tf.dtypes.as_dtype(spec.inputs[alias].dtype))
@@ -109,9 +112,6 @@ class Servable:
 
     def warm_up(self):
         """Runs every signature once on a one-row input, so the first request is not slow."""
-        import numpy as np
-        import tensorflow as tf
-
         for key, spec in self.specs.items():
             inputs = {}
             for alias, tensor in spec.inputs.items():

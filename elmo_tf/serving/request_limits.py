@@ -8,8 +8,9 @@ against the signature's ranks and fixed dimensions) before its values are read, 
 (``elmo_tf.characters.split_tokens``), to count their tokens.
 
 A request over a limit fails with RESOURCE_EXHAUSTED (REST 413) and a message naming the limit
-and the ``elmo-tf serve`` flag that raises it; it would fail again if retried, so it is not a
-"retry later" (HTTP 429) answer.
+and the server option that raises it (``max_request_rows``: ``elmo-tf serve
+--max-request-rows``); it would fail again if retried, so it is not a "retry later" (HTTP 429)
+answer.
 """
 
 import dataclasses
@@ -23,43 +24,34 @@ DEFAULT_MAX_TOKEN_BYTES = 1024
 
 @dataclasses.dataclass(frozen=True)
 class RequestLimits:
-    """Per-request limits of the server (``ServerOptions`` and ``elmo-tf serve`` flags).
+    """Per-request limits of the server (the ``ServerOptions`` of the same names).
 
     Args:
-        max_rows: rows (sentences) in one request (``--max-request-rows``).
+        max_request_rows: rows (sentences) in one request.
         max_tokens_per_row: tokens in one row: the second dimension of ``tokens`` and
-            ``char_ids``, the whitespace-separated tokens of one ``sentences`` string
-            (``--max-tokens-per-row``).
-        max_tokens: rows times the longest row, the padded tokens the model computes
-            (``--max-request-tokens``).
-        max_token_bytes: UTF-8 bytes in one token (``--max-token-bytes``); the model reads
-            the first 48 bytes of a token, so longer ones are legal but not useful.
+            ``char_ids``, the whitespace-separated tokens of one ``sentences`` string.
+        max_request_tokens: rows times the longest row, the padded tokens the model computes.
+        max_token_bytes: UTF-8 bytes in one token; the model reads the first 48 bytes of a
+            token, so longer ones are legal but not useful.
     """
 
-    max_rows: int = DEFAULT_MAX_REQUEST_ROWS
+    max_request_rows: int = DEFAULT_MAX_REQUEST_ROWS
     max_tokens_per_row: int = DEFAULT_MAX_TOKENS_PER_ROW
-    max_tokens: int = DEFAULT_MAX_REQUEST_TOKENS
+    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS
     max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES
-
-    FLAGS = {
-        "max_rows": "--max-request-rows",
-        "max_tokens_per_row": "--max-tokens-per-row",
-        "max_tokens": "--max-request-tokens",
-        "max_token_bytes": "--max-token-bytes",
-    }
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{self.FLAGS[field.name]} must be an integer >= 1, got {value!r}")
+                raise ValueError(f"{field.name} must be an integer >= 1, got {value!r}")
 
     def check_shape(self, alias, shape, spec_shape):
         """Checks the declared ``shape`` of input ``alias`` (a list of ints) before its values
         are read: rank and fixed dimensions as ``spec_shape`` declares (INVALID_ARGUMENT), then
         rows, tokens per row and tokens (RESOURCE_EXHAUSTED).
         """
-        from elmo_tf.serving.errors import invalid_argument
+        from elmo_tf.serving.errors import invalid_argument  # lazy: the [serving] extra
 
         if any(size < 0 for size in shape):
             raise invalid_argument(f"input '{alias}' has a negative dimension in shape {shape}")
@@ -76,21 +68,21 @@ class RequestLimits:
                     )
         if not shape:
             return
-        self.check("max_rows", shape[0], f"input '{alias}' has {shape[0]} rows")
+        self.check("max_request_rows", shape[0], f"input '{alias}' has {shape[0]} rows")
         if len(shape) >= 2:
             self.check(
                 "max_tokens_per_row", shape[1], f"input '{alias}' has {shape[1]} tokens per row"
             )
             rows_x_tokens = f"input '{alias}' has {shape[0]} rows x {shape[1]} tokens"
-            self.check("max_tokens", shape[0] * shape[1], rows_x_tokens)
+            self.check("max_request_tokens", shape[0] * shape[1], rows_x_tokens)
         # Any further dimension is fixed by the signature (50 characters); this bounds the rest.
         elements = math.prod(shape)
-        most = self.max_tokens * max(1, math.prod(shape[2:]))
+        most = self.max_request_tokens * max(1, math.prod(shape[2:]))
         if elements > most:
-            raise _over(f"input '{alias}' declares {elements} values", "max_tokens", self)
+            raise _over(f"input '{alias}' declares {elements} values", "max_request_tokens", self)
 
     def check(self, name, value, what):
-        """RESOURCE_EXHAUSTED naming limit ``name`` and its flag when ``value`` is over it."""
+        """RESOURCE_EXHAUSTED naming limit ``name`` when ``value`` is over it."""
         if value > getattr(self, name):
             raise _over(what, name, self)
 
@@ -100,7 +92,7 @@ class RequestLimits:
         longest = max(token_counts, default=0)
         self.check("max_tokens_per_row", longest, f"input '{alias}' has a row of {longest} tokens")
         self.check(
-            "max_tokens",
+            "max_request_tokens",
             longest * len(token_counts),
             f"input '{alias}' pads to {len(token_counts)} rows x {longest} tokens",
         )
@@ -109,13 +101,9 @@ class RequestLimits:
 
 
 def _over(what, name, limits):
-    import grpc  # here, so that `elmo-tf serve --help` reads the defaults without grpc
+    from elmo_tf.serving.errors import resource_exhausted  # lazy: the [serving] extra
 
-    from elmo_tf.serving.errors import ServingError
-
-    flag = RequestLimits.FLAGS[name]
-    return ServingError(
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-        f"{what}, over the limit of {getattr(limits, name)} ({flag}); send a smaller request",
+    return resource_exhausted(
+        f"{what}, over the limit of {getattr(limits, name)} ({name}); send a smaller request",
         http_status=413,
     )

@@ -30,6 +30,10 @@ the parser or holding an integer of more than 4300 digits is a 400. ``stop`` clo
 connections at once and the others when their request is answered or the grace period ends.
 """
 
+from elmo_tf import extras
+
+extras.require("serving", __name__)
+
 import http.server
 import json
 import logging
@@ -366,7 +370,7 @@ def _content_length(headers):
 
 
 def _too_large(length, limit):
-    return f"request of {length} bytes is over the limit of {limit} bytes (--max-request-bytes)"
+    return f"request of {length} bytes is over the limit of {limit} bytes (max_request_bytes)"
 
 
 def _version(match):

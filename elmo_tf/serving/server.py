@@ -5,8 +5,11 @@ Both front ends call ``predict``, ``metadata`` and ``status`` here, so they answ
 included) finish, then the model is unloaded.
 """
 
+from elmo_tf import extras
+
+extras.require("serving", __name__)
+
 import concurrent.futures
-import dataclasses
 import logging
 import threading
 import time
@@ -15,70 +18,12 @@ import grpc
 
 from elmo_tf.errors import ListenError
 from elmo_tf.serving import grpc_api
-from elmo_tf.serving.batching import BatchingOptions
 from elmo_tf.serving.errors import not_found
 from elmo_tf.serving.model_manager import ModelManager
-from elmo_tf.serving.request_limits import (
-    DEFAULT_MAX_REQUEST_ROWS,
-    DEFAULT_MAX_REQUEST_TOKENS,
-    DEFAULT_MAX_TOKEN_BYTES,
-    DEFAULT_MAX_TOKENS_PER_ROW,
-    RequestLimits,
-)
+from elmo_tf.serving.options import BatchingOptions, ServerOptions  # noqa: F401 (re-exported)
 from elmo_tf.serving.rest_api import RestServer
 
 log = logging.getLogger("serving")
-
-DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
-
-
-@dataclasses.dataclass
-class ServerOptions:
-    """What ``elmo-tf serve`` configures (TF Serving's flag names in brackets).
-
-    Args:
-        model_base_path: directory of version directories ``N/`` (``--model_base_path``).
-        model_name: the name clients ask for (``--model_name``).
-        host: address to bind; ``127.0.0.1`` keeps the server local.
-        port: gRPC port, 0 for any free one (``--port``).
-        rest_port: REST port, 0 for any free one, ``None`` for no REST (``--rest_api_port``).
-        batching: ``BatchingOptions``, or ``None`` to run each request on its own
-            (``--enable_batching``, ``--batching_parameters_file``).
-        max_request_bytes: the largest request accepted, gRPC message or REST body.
-        poll_seconds: how often to look for a new version, 0 for never
-            (``--file_system_poll_wait_seconds``).
-        grpc_max_threads: gRPC worker threads, the most requests in flight at once
-            (``--grpc_max_threads``).
-        max_request_rows, max_tokens_per_row, max_request_tokens, max_token_bytes: the
-            per-request limits (``RequestLimits``; ``--max-request-rows`` ...), checked on the
-            declared shapes before anything is allocated.
-        rest_timeout_seconds: how long a REST connection may stay idle or take to send a
-            request before it is closed (``--rest-timeout-seconds``).
-    """
-
-    model_base_path: str
-    model_name: str = "elmo"
-    host: str = "127.0.0.1"
-    port: int = 8500
-    rest_port: int | None = 8501
-    batching: BatchingOptions | None = dataclasses.field(default_factory=BatchingOptions)
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
-    poll_seconds: float = 2.0
-    grpc_max_threads: int = 32
-    max_request_rows: int = DEFAULT_MAX_REQUEST_ROWS
-    max_tokens_per_row: int = DEFAULT_MAX_TOKENS_PER_ROW
-    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES
-    rest_timeout_seconds: float = 30.0
-
-    def limits(self):
-        """The ``RequestLimits`` of these options."""
-        return RequestLimits(
-            max_rows=self.max_request_rows,
-            max_tokens_per_row=self.max_tokens_per_row,
-            max_tokens=self.max_request_tokens,
-            max_token_bytes=self.max_token_bytes,
-        )
 
 
 class ModelServer:
@@ -140,7 +85,7 @@ class ModelServer:
         except RuntimeError:  # grpc's "Failed to bind to address"
             self.port = 0
         if self.port == 0:
-            raise ListenError(_cannot_listen(options.host, options.port, "gRPC", "--port"))
+            raise ListenError(_cannot_listen(options.host, options.port, "gRPC", "port"))
         self._grpc.start()
         if options.rest_port is not None:
             try:
@@ -153,7 +98,7 @@ class ModelServer:
                     options.rest_timeout_seconds,
                 )
             except OSError as e:
-                message = _cannot_listen(options.host, options.rest_port, "REST", "--rest-port")
+                message = _cannot_listen(options.host, options.rest_port, "REST", "rest_port")
                 raise ListenError(f"{message} ({e.strerror or e})") from None
             self.rest_port = self._rest.server_address[1]
             self._rest_thread = threading.Thread(
@@ -216,9 +161,9 @@ class ModelServer:
             raise not_found(f"Servable not found for request: {wanted}: no model '{name}'")
 
 
-def _cannot_listen(host, port, what, flag):
+def _cannot_listen(host, port, what, option):
     return (
-        f"cannot listen on {host}:{port} ({what}, {flag}): the port is in use or the address "
+        f"cannot listen on {host}:{port} ({what}, {option}): the port is in use or the address "
         "is not this machine's; give another port, or 0 for any free one"
     )
 

@@ -7,9 +7,9 @@ alone, with INVALID_ARGUMENT and a message naming the input, and never poisons a
   signature declares them, and the server's ``RequestLimits`` (``check_declared_shape``);
 - every input present, no unknown input; each input's rank and fixed dimensions as declared;
 - a non-empty batch, the same batch size in every input;
-- the ELMo contract's value constraints (``elmo_tf.saved_model_module``), which the graph also
-  asserts but only for the whole batch: ``sequence_len`` in ``[0, max_len]`` of its row of
-  ``tokens``, ``char_ids`` in ``[0, 261]``.
+- the ELMo contract's value constraints (``elmo_tf.export.saved_model_module``), which the
+  graph also asserts but only for the whole batch: ``sequence_len`` in ``[0, max_len]`` of its
+  row of ``tokens``, ``char_ids`` in ``[0, 261]``.
 """
 
 import dataclasses

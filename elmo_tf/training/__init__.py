@@ -14,10 +14,11 @@
 ``checkpoints``                 the training directory; ``dump_weights`` to official files
 ==============================  ==========================================================
 
-Names are imported on first use (TensorFlow is not imported by ``import elmo_tf.training``).
+Names are imported on first use, so that the command line reads this package's defaults
+(``TrainingOptions``) before it imports TensorFlow.
 """
 
-import importlib
+from elmo_tf._lazy import lazy_exports
 
 _EXPORTS = {
     "Vocabulary": "elmo_tf.training.vocabulary",
@@ -40,15 +41,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'elmo_tf.training' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -16,13 +16,18 @@ A checkpoint directory holds:
 ==========================  ===========================================================
 """
 
+import dataclasses
 import json
 import os
 
+import h5py
 import numpy as np
 
 from elmo_tf import files
+from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import CheckpointError
+from elmo_tf.training.vocabulary import Vocabulary
+from elmo_tf.weight_file import open_untrusted, save_weights
 
 OPTIONS_FILE = "options.json"
 VOCAB_FILE = "vocab.txt"
@@ -38,6 +43,7 @@ def variable_map(variables):
     ``adagrad/..._accumulator``) rather than through Keras' object graph, which does not
     reach every sublayer's variables (Keras 3 tracks layers, not lists of weights).
     """
+    # lazy: plan_training reads a run's files before TensorFlow starts
     import tensorflow as tf
 
     named = {}
@@ -51,6 +57,7 @@ def variable_map(variables):
 
 def find_checkpoint(path):
     """``(directory, checkpoint prefix)`` for a checkpoint directory or a ``ckpt-N`` prefix."""
+    # lazy: plan_training reads a run's files before TensorFlow starts
     import tensorflow as tf
 
     path = os.fspath(path)
@@ -81,11 +88,11 @@ def restore_language_model(path):
 
     Returns ``(model, vocabulary, step)``.
     """
+    # lazy: plan_training reads a run's files before TensorFlow starts
     import tensorflow as tf
 
-    from elmo_tf.config import ElmoConfig
+    # lazy: plan_training reads a run's files before TensorFlow starts
     from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
-    from elmo_tf.training.vocabulary import Vocabulary
 
     directory, prefix = find_checkpoint(path)
     saved = read_training_options(directory)
@@ -111,8 +118,6 @@ def save_softmax(model, path, dtype="float32"):
     rounded to float16; :func:`load_softmax` reads them back as float32). The file's
     ``reset_state_per_sentence`` attribute records how the biLM reads text, so that
     ``elmo-tf evaluate`` reads it the same way."""
-    import h5py
-
     if dtype not in ("float32", "float16"):
         raise ValueError(f"dtype must be 'float32' or 'float16', got {dtype!r}")
     with files.atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
@@ -123,20 +128,16 @@ def save_softmax(model, path, dtype="float32"):
 
 def softmax_reads_per_sentence(path):
     """The ``reset_state_per_sentence`` recorded in a softmax file (``False`` if absent)."""
-    from elmo_tf.weight_file import open_untrusted
-
     with open_untrusted(path) as f:
         return bool(f.attrs.get("reset_state_per_sentence", False))
 
 
 def load_softmax(model, path):
     """Loads a file written by :func:`save_softmax`; raises ``CheckpointError`` on a misfit."""
-
     expected = {
         "softmax/W": tuple(model.softmax_weights.shape),
         "softmax/b": tuple(model.softmax_bias.shape),
     }
-    from elmo_tf.weight_file import open_untrusted
 
     try:
         with open_untrusted(path) as f:
@@ -169,10 +170,6 @@ def dump_weights(checkpoint, outdir, softmax_dtype="float32"):
     ``softmax.hdf5`` (in ``softmax_dtype``, see :func:`save_softmax`), each replaced
     atomically. Returns ``(outdir, step)``.
     """
-    import dataclasses
-
-    from elmo_tf.weight_file import save_weights
-
     model, vocabulary, step = restore_language_model(checkpoint)
     os.makedirs(outdir, exist_ok=True)
     config = dataclasses.replace(model.config, n_characters=262)

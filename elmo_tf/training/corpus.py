@@ -5,8 +5,9 @@ import os
 
 import numpy as np
 
-from elmo_tf import files
+from elmo_tf import characters
 from elmo_tf.errors import CorpusError, InputFileError
+from elmo_tf.text_lines import read_text_lines
 from elmo_tf.training.vocabulary import BOS, EOS
 
 # Type ids of the sentence boundaries in every corpus (see ``Corpus``).
@@ -69,8 +70,6 @@ class Corpus:
 
     def type_char_ids(self):
         """int32 ``(n_types, 50)``: the character ids of every type."""
-        from elmo_tf import characters
-
         if not self.types:
             return np.zeros([0, characters.MAX_CHARS_PER_TOKEN], np.int32)
         return np.stack([characters.token_to_ids(t) for t in self.types])
@@ -137,7 +136,7 @@ def read_corpus(paths, what="training"):
 
 def _read_file(path, what):
     try:
-        lines = files.read_text_lines(path, what=what)
+        lines = list(read_text_lines(path, what=what))
     except InputFileError:
         # A corpus names a binary file by the offset of its first NUL byte, wherever it is
         # (before any undecodable line: a binary file is the likelier mistake).
@@ -156,9 +155,14 @@ def _read_file(path, what):
 
 def _nul_offset(path):
     """The offset of the first NUL byte of ``path``; ``None`` if it has none (or is gone)."""
+    offset = 0
     try:
         with open(path, "rb") as f:
-            offset = f.read().find(b"\0")
+            while chunk := f.read(1 << 20):
+                nul = chunk.find(b"\0")
+                if nul >= 0:
+                    return offset + nul
+                offset += len(chunk)
     except OSError:
         return None
-    return offset if offset >= 0 else None
+    return None

@@ -23,6 +23,8 @@ workers and must be divisible by their number.
 import os
 import tempfile
 
+import tensorflow as tf
+
 from elmo_tf.errors import DistributionError
 
 
@@ -32,8 +34,6 @@ def make_strategy(devices=None, multi_worker=False):
     Must run before TensorFlow initialises its devices when ``devices > 1`` on a machine
     without GPUs (logical CPU devices are configured then).
     """
-    import tensorflow as tf
-
     if multi_worker:
         if "TF_CONFIG" not in os.environ:
             raise DistributionError("--multi-worker needs the TF_CONFIG environment variable")

@@ -5,8 +5,12 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from elmo_tf.config import ElmoConfig
 from elmo_tf.training import checkpoints, data
+from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
 from elmo_tf.training.perplexity import perplexities
+from elmo_tf.training.vocabulary import Vocabulary
+from elmo_tf.weight_file import load_weights
 
 
 def evaluate(model, corpus, vocabulary, batch_size=64, unroll_steps=20):
@@ -58,11 +62,6 @@ def load_for_evaluation(path):
     directory of ``elmo-tf dump-weights`` (``options.json``, ``weights.hdf5``,
     ``vocab.txt``, ``softmax.hdf5``). Returns ``(model, vocabulary)``.
     """
-    from elmo_tf.config import ElmoConfig
-    from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
-    from elmo_tf.training.vocabulary import Vocabulary
-    from elmo_tf.weight_file import load_weights
-
     path = os.fspath(path)
     weights = os.path.join(path, checkpoints.WEIGHTS_FILE)
     if os.path.isdir(path) and os.path.exists(weights):

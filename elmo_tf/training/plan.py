@@ -16,7 +16,13 @@ Example:
 import dataclasses
 import os
 
+from elmo_tf import presets
+from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import OptionsError, PresetError, TrainingPlanError
+from elmo_tf.training import checkpoints
+from elmo_tf.training.corpus import read_corpus
+from elmo_tf.training.training_options import TrainingOptions
+from elmo_tf.training.vocabulary import Vocabulary
 
 # Architecture settings (keys of ``plan_training``'s ``architecture``) and the ElmoConfig
 # field each sets.
@@ -94,8 +100,6 @@ def plan_training(
             defaults, or the resumed run's values). When resuming only ``RESUMABLE`` ones
             may differ from the run's.
     """
-    from elmo_tf.training.training_options import TrainingOptions
-
     given = dict(training or {})
     unknown = sorted(set(given) - {f.name for f in dataclasses.fields(TrainingOptions)})
     if unknown:
@@ -130,7 +134,6 @@ def plan_training(
         )
     if not files:
         raise TrainingPlanError("no training FILE given")
-    from elmo_tf.training.corpus import read_corpus
 
     training_options = TrainingOptions(**given)
     config = _architecture(options, preset, init_from, architecture)
@@ -142,11 +145,6 @@ def plan_training(
 
 
 def _resume_plan(directory, files, given, fixed, has_checkpoint):
-    from elmo_tf.config import ElmoConfig
-    from elmo_tf.training import checkpoints
-    from elmo_tf.training.corpus import read_corpus
-    from elmo_tf.training.training_options import TrainingOptions
-    from elmo_tf.training.vocabulary import Vocabulary
 
     if not has_checkpoint:
         raise TrainingPlanError(f"{directory}: no checkpoint to resume from")
@@ -179,8 +177,6 @@ def _resume_plan(directory, files, given, fixed, has_checkpoint):
 
 
 def _architecture(options, preset, init_from, overrides):
-    from elmo_tf import presets
-    from elmo_tf.config import ElmoConfig
 
     given = {"options": options, "preset": preset, "init_from": init_from}
     sources = [name for name, value in given.items() if value is not None]
@@ -212,7 +208,6 @@ def _architecture(options, preset, init_from, overrides):
 
 
 def _vocabulary(vocab, min_count, max_size, corpus):
-    from elmo_tf.training.vocabulary import Vocabulary
 
     if vocab:
         if min_count is not None or max_size is not None:

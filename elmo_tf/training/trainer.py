@@ -7,6 +7,7 @@ import time
 
 import keras
 import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
 
 from elmo_tf import files
 from elmo_tf.errors import TrainingPlanError
@@ -14,6 +15,7 @@ from elmo_tf.models.elmo import LSTMState
 from elmo_tf.training import checkpoints, data, distribution
 from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
 from elmo_tf.training.training_options import write_json
+from elmo_tf.weight_file import load_weights
 
 
 class Trainer:
@@ -325,8 +327,6 @@ def new_model(config, vocab_size, options, init_from=None):
             reset_state_per_sentence=options.reset_state_per_sentence,
         )
         if init_from is not None:
-            from elmo_tf.weight_file import load_weights
-
             load_weights(model.elmo, init_from[1])
             softmax = os.path.join(os.path.dirname(os.path.abspath(init_from[1])), "softmax.hdf5")
             if os.path.exists(softmax):
@@ -365,8 +365,6 @@ def write_scalar(name, value, step):
     Writes the same event (a float32 scalar tensor tagged for TensorBoard's scalars plugin)
     with core TensorFlow's ``tf.summary.write``.
     """
-    from tensorflow.core.framework import summary_pb2
-
     metadata = summary_pb2.SummaryMetadata()
     metadata.plugin_data.plugin_name = "scalars"
     tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=metadata)

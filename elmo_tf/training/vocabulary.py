@@ -5,6 +5,7 @@ import os
 
 from elmo_tf import files
 from elmo_tf.errors import VocabularyError
+from elmo_tf.text_lines import read_text_lines
 
 BOS = "<S>"
 EOS = "</S>"
@@ -106,7 +107,7 @@ class Vocabulary:
         """
         path = os.fspath(path)
         # bilm-tf strips each line; blank lines (a trailing newline) carry no token.
-        tokens = [line.strip() for line in files.read_text_lines(path, what="vocabulary")]
+        tokens = [line.strip() for line in read_text_lines(path, what="vocabulary")]
         tokens = [t for t in tokens if t]
         if not tokens:
             raise VocabularyError(f"{path}: the vocabulary file is empty")

@@ -7,8 +7,13 @@ import numpy as np
 import tensorflow as tf
 
 from elmo_tf.config import ElmoConfig
-from elmo_tf.models.elmo import ELMo, output_keys
-from elmo_tf.saved_model_module import TRAINABLE_CHOICES, split_sentences, tokens_to_model_ids
+from elmo_tf.export.saved_model_module import (
+    TRAINABLE_CHOICES,
+    split_sentences,
+    tokens_to_model_ids,
+)
+from elmo_tf.models.elmo import ELMo
+from elmo_tf.models.outputs import output_keys
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
@@ -28,7 +33,7 @@ class ElmoLayer(keras.layers.Layer):
             any other key of the SavedModel's outputs (``"elmo"``, ``"word_emb"``,
             ``"lstm_outputs1"`` .. ``"lstm_outputs{L}"`` for its L LSTM layers,
             ``"sequence_len"``; shapes and meaning in the table of
-            ``elmo_tf.saved_model_module``).
+            ``elmo_tf.export.saved_model_module``).
         fine_tune: which weights train: ``"mix"`` (ScalarMix weights and gamma), ``"all"``, or
             ``"none"``; default: what the SavedModel was exported with.
         dropout: dropout on ``elmo`` during training; default: the exported rate.

@@ -1,18 +1,19 @@
-"""Named models: the bundled trained ones and the published architectures.
+"""Named models: the bundled trained one and the published architectures.
 
-``ELMo.from_preset(name_or_dir)`` resolves its argument here: the name of a model bundled
-with the package (``"sotu"``, also ``"default"``), the name of a published architecture
-(``"small"``, ``"medium"``, ``"original"`` alias ``"full"``: configuration only, since their
-weights are not bundled), or a directory holding ``options.json`` and ``weights.hdf5``.
+``ELMo.from_preset(name_or_dir)`` resolves its argument here: the name of the model bundled
+with the package (``"sotu"``, alias ``"default"``; ``bundled``), the name of a published
+architecture (``"small"``, ``"medium"``, ``"original"`` alias ``"full"``: configuration only,
+since their weights are not bundled), or a directory holding ``options.json`` and
+``weights.hdf5``.
 
 ``TRAINING_DEFAULT`` is the architecture ``elmo-tf train`` builds when it is given none.
 """
 
 import os
 
-from elmo_tf import pretrained
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import PresetError
+from elmo_tf.presets import bundled
 
 _OFFICIAL_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 
@@ -64,25 +65,25 @@ def preset_files(name_or_dir):
     """``(options_file, weight_file)`` of a bundled model or a model directory, else ``None``
     for a published architecture; raises ``PresetError`` for anything else."""
     name = os.fspath(name_or_dir)
-    if name in pretrained.BUNDLED_MODELS:
-        return pretrained.model_files(pretrained.BUNDLED_MODELS[name])
+    if name in bundled.BUNDLED_MODELS:
+        return bundled.model_files(bundled.BUNDLED_MODELS[name])
     if name in PRESETS:
         return None
     if os.path.isdir(name):
         return _directory_files(name)
     raise PresetError(
-        f"{name!r} is neither a bundled model ({', '.join(sorted(pretrained.BUNDLED_MODELS))}), "
+        f"{name!r} is neither a bundled model ({', '.join(sorted(bundled.BUNDLED_MODELS))}), "
         f"a published architecture ({', '.join(sorted(PRESETS))}) nor a directory with "
-        f"{pretrained.OPTIONS_FILE} and {pretrained.WEIGHTS_FILE}"
+        f"{bundled.OPTIONS_FILE} and {bundled.WEIGHTS_FILE}"
     )
 
 
 # Weight file names in a model directory: ours, then simple_elmo's and the NLPL repository's.
-WEIGHT_FILE_NAMES = (pretrained.WEIGHTS_FILE, "model.hdf5")
+WEIGHT_FILE_NAMES = (bundled.WEIGHTS_FILE, "model.hdf5")
 
 
 def _directory_files(directory):
-    options = os.path.join(directory, pretrained.OPTIONS_FILE)
+    options = os.path.join(directory, bundled.OPTIONS_FILE)
     weights = [os.path.join(directory, f) for f in WEIGHT_FILE_NAMES]
     found = [w for w in weights if os.path.isfile(w)]
     if not os.path.isfile(options) or not found:
@@ -101,17 +102,3 @@ def preset(name):
         return PRESETS[name]
     except KeyError:
         raise PresetError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}") from None
-
-
-def add_model_arguments(parser):
-    """The flags that name a model on a command line (``elmo-tf embed``/``export``, the Beam
-    job): ``--model NAME_OR_DIR`` (``preset_files``' names and directories), or ``--options``
-    with ``--weights`` (official files)."""
-    parser.add_argument(
-        "--model",
-        metavar="NAME_OR_DIR",
-        help="a bundled model (sotu) or a directory with options.json and weights.hdf5 "
-        "(default: the bundled default model)",
-    )
-    parser.add_argument("--options", metavar="FILE", help="an official options.json")
-    parser.add_argument("--weights", metavar="FILE", help="its HDF5 weight file")

@@ -8,7 +8,7 @@ compiled biLSTM on the assembled ``(B, T + 2, P)`` tensor. The numbers are those
 ``ELMo.call``: the same ops on the same values, grouped differently.
 
 The cache lives with the model, across calls, and is emptied whenever the character
-encoder's weights change (``elmo_tf.token_cache``).
+encoder's weights change (``elmo_tf.models.token_cache``).
 """
 
 import threading
@@ -16,8 +16,10 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from elmo_tf import batching, characters
-from elmo_tf.token_cache import TokenVectorCache, WeightSnapshot
+from elmo_tf import characters
+from elmo_tf.models import length_batches
+from elmo_tf.models.outputs import LSTMState
+from elmo_tf.models.token_cache import TokenVectorCache, WeightSnapshot
 
 # Tokens per character-encoder call: bounds the CNN's (N, 50, filters) activations.
 ENCODE_CHUNK = 512
@@ -107,22 +109,68 @@ class Embedder:
             table[1:] = np.stack(self._token_vectors(list(rows), cache))
         return table[index], lengths
 
+    def embed(
+        self, sentences, batch_size, initial_state, return_state, token_cache_size, max_batch_tokens
+    ):
+        """``ELMo.embed``: every batch's outputs put back in the order of ``sentences``."""
+        sentences = _token_lists(sentences)
+        n = len(sentences)
+        max_len = max((len(s) for s in sentences), default=0)
+        result = {
+            key: np.zeros(shape, np.float32)
+            for key, shape in self.model.output_shapes(n, max_len).items()
+        }
+        result["sequence_len"] = np.array([len(s) for s in sentences], np.int32)
+        if return_state and initial_state is None:
+            initial_state = self.model.zero_state(n)
+        state = None if initial_state is None else self.model.zero_state(n)
+        for indices, outputs in self.batches(
+            sentences, batch_size, initial_state, token_cache_size, max_batch_tokens
+        ):
+            for key, array in result.items():
+                if key == "sequence_len":
+                    continue
+                value = outputs[key]
+                if array.ndim == 3:
+                    array[indices, : value.shape[1]] = value
+                else:
+                    array[indices] = value
+            if state is not None:
+                state.cell[indices] = outputs["state"].cell
+                state.hidden[indices] = outputs["state"].hidden
+        return (result, state) if return_state else result
+
+    def batches(self, sentences, batch_size, initial_state, token_cache_size, max_batch_tokens):
+        """``ELMo.embed_batches``: the arguments checked at the call, then ``run``'s batches."""
+        sentences = _token_lists(sentences)
+        length_batches.check_max_batch_tokens(max_batch_tokens)
+        if initial_state is not None:
+            initial_state = LSTMState(*(np.asarray(s, np.float32) for s in initial_state))
+            expected = self.model.zero_state(len(sentences))
+            for name, given, want in zip(LSTMState._fields, initial_state, expected):
+                if given.shape != want.shape:
+                    raise ValueError(
+                        f"initial_state.{name} has shape {given.shape}; expected {want.shape} "
+                        f"for {len(sentences)} sentences"
+                    )
+        return self.run(sentences, batch_size, initial_state, token_cache_size, max_batch_tokens)
+
     def run(
         self,
         sentences,
         batch_size,
         initial_state=None,
         token_cache_size=None,
-        max_batch_tokens=batching.DEFAULT_MAX_BATCH_TOKENS,
+        max_batch_tokens=length_batches.DEFAULT_MAX_BATCH_TOKENS,
     ):
         """Yields ``(indices, outputs)`` per length-sorted batch; see ``ELMo.embed_batches``.
 
-        Batches come from ``batching.length_batches``: at most ``batch_size`` rows and at most
+        Batches come from ``length_batches.length_batches``: at most ``batch_size`` rows and at most
         ``max_batch_tokens`` padded tokens (``None`` or 0: no budget). The compiled functions
         take any batch shape, so the budget's smaller batches do not re-trace.
         """
         lengths = [len(s) for s in sentences]
-        batches = batching.length_batches(lengths, batch_size, max_batch_tokens)
+        batches = length_batches.length_batches(lengths, batch_size, max_batch_tokens)
         if token_cache_size is None:
             cache = self.shared_cache()
         else:  # a private cache for this call only (0: none)
@@ -137,6 +185,11 @@ class Embedder:
                     embeddings, lengths, initial_state[0][indices], initial_state[1][indices]
                 )
             yield indices, tf.nest.map_structure(lambda t: t.numpy(), outputs)
+
+
+def _token_lists(sentences):
+    """``sentences`` as lists of ``str`` tokens; a clear error names the first bad one."""
+    return [characters._as_token_list(s, i) for i, s in enumerate(sentences)]
 
 
 def _to_host(outputs):

@@ -1,10 +1,9 @@
-"""The model bundled with the package: ``elmo-tf embed`` and ``elmo-tf export`` use it when
-no ``--options``/``--weights`` are given.
+"""The model bundled with the package, ``sotu``: what every command uses when it is given none.
 
 ``sotu/`` holds a small biLM trained on the U.S. State of the Union addresses before 2010
 (public domain): ``options.json`` and ``weights.hdf5`` (the official layout, for
-``elmo_tf.load_pretrained``), ``vocab.txt`` and ``MODEL_CARD.md`` (data, training, held-out
-perplexity, limitations).
+``elmo_tf.load_pretrained``), ``vocab.txt``, ``softmax.hdf5`` and ``MODEL_CARD.md`` (data,
+training, held-out perplexity, limitations). ``"default"`` is an alias of ``"sotu"``.
 
 >>> import elmo_tf
 >>> model = elmo_tf.ELMo.from_preset("sotu")
@@ -13,8 +12,10 @@ perplexity, limitations).
 import importlib.resources
 import os
 
+from elmo_tf.errors import PresetError
+
 DEFAULT_MODEL = "sotu"
-# preset name -> directory under elmo_tf/pretrained/
+# preset name -> directory under elmo_tf/presets/
 BUNDLED_MODELS = {"sotu": "sotu", "default": DEFAULT_MODEL}
 OPTIONS_FILE = "options.json"
 WEIGHTS_FILE = "weights.hdf5"
@@ -24,7 +25,7 @@ def model_directory(name=DEFAULT_MODEL):
     """The directory of the bundled model ``name`` (a path; it may not exist)."""
     # The package is installed as files (setup.py's package_data), never zipped, so the
     # resource is a real path that h5py can open.
-    return os.fspath(importlib.resources.files(__name__) / name)
+    return os.fspath(importlib.resources.files(__package__) / BUNDLED_MODELS.get(name, name))
 
 
 def default_model_files():
@@ -38,14 +39,12 @@ def model_files(name):
     Raises ``PresetError`` naming the missing file when the package was installed without
     the model's files.
     """
-    from elmo_tf.errors import PresetError
-
     directory = model_directory(name)
     files = tuple(os.path.join(directory, f) for f in (OPTIONS_FILE, WEIGHTS_FILE))
     for path in files:
         if not os.path.isfile(path):
             raise PresetError(
                 f"{path}: the bundled model is missing (elmo-tf was installed "
-                f"without its package data elmo_tf/pretrained/{name}/)"
+                f"without its package data elmo_tf/presets/{BUNDLED_MODELS.get(name, name)}/)"
             )
     return files

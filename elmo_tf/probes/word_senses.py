@@ -9,7 +9,7 @@ same sense. A context-free layer gives every occurrence the same vector: all nei
 and a tie counts as the expected accuracy of breaking it at random, so such a layer scores
 chance (here ``5/11``: the other 5 of 11 sentences share the sense).
 
-The bundled probe set (``elmo_tf/data/word_senses.tsv``, 6 words x 2 senses x 6 sentences)
+The bundled probe set (``elmo_tf/probes/word_senses.tsv``, 6 words x 2 senses x 6 sentences)
 is hand-written in the register of the bundled model's training text.
 
 >>> model = elmo_tf.ELMo.from_preset("sotu")
@@ -24,6 +24,8 @@ import importlib.resources
 import numpy as np
 
 from elmo_tf.errors import InputFileError
+from elmo_tf.models.outputs import output_keys
+from elmo_tf.text_lines import read_text_lines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +40,7 @@ class SenseExample:
 
 def default_examples_path():
     """The bundled probe set, as a path."""
-    return str(importlib.resources.files("elmo_tf") / "data" / "word_senses.tsv")
+    return str(importlib.resources.files(__package__) / "word_senses.tsv")
 
 
 def load_examples(path=None):
@@ -48,11 +50,7 @@ def load_examples(path=None):
     with two sentences each; otherwise ``InputFileError`` names the line or the word.
     """
     path = path or default_examples_path()
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputFileError(f"{path}: cannot read the probe set ({e})") from None
+    lines = list(read_text_lines(path, what="probe set"))
     examples = []
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("#"):
@@ -85,8 +83,6 @@ def load_examples(path=None):
 def word_vectors(model, examples, batch_size=64):
     """``{output key: (N, D) array}``: each example's word vector in each layer of ``model``
     (an ``ELMo``; every sentence embedded on its own, from the zero state)."""
-    from elmo_tf.models.elmo import output_keys
-
     outputs = model.embed([list(e.tokens) for e in examples], batch_size=batch_size)
     rows = np.arange(len(examples))
     positions = np.array([e.position for e in examples])

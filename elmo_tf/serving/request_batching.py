@@ -25,43 +25,23 @@ Bounded work and fairness:
   not fit *now* fails with RESOURCE_EXHAUSTED ("retry later"), which clears as the queue drains.
 """
 
+from elmo_tf import extras
+
+extras.require("serving", __name__)
+
 import collections
 import concurrent.futures
 import dataclasses
-import re
 import threading
 import time
 
 import grpc
 import numpy as np
 
-from elmo_tf import files
 from elmo_tf.serving.errors import ServingError, invalid_argument, resource_exhausted
 from elmo_tf.serving.signature import is_string
 
 CLIENT_GONE = "the client is gone (deadline passed or call cancelled); not computed"
-
-
-@dataclasses.dataclass(frozen=True)
-class BatchingOptions:
-    """TF Serving's batching parameters (``batching_parameters.txt``) that this server uses."""
-
-    max_batch_size: int = 32
-    batch_timeout_micros: int = 2000
-    max_enqueued_batches: int = 100
-    num_batch_threads: int = 2
-
-    def __post_init__(self):
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            minimum = 0 if field.name == "batch_timeout_micros" else 1
-            if not isinstance(value, int) or value < minimum:
-                raise ValueError(f"{field.name} must be an integer >= {minimum}, got {value!r}")
-
-    @property
-    def max_queued_rows(self):
-        """The most rows the queue holds: ``max_enqueued_batches`` full batches."""
-        return self.max_enqueued_batches * self.max_batch_size
 
 
 @dataclasses.dataclass
@@ -123,8 +103,8 @@ class Batcher:
         if batch_size > capacity:
             raise invalid_argument(
                 f"the request has {batch_size} rows, more than the batch queue of signature "
-                f"'{self.spec.name}' holds ({capacity} rows: --max-enqueued-batches "
-                f"{self.options.max_enqueued_batches} x --max-batch-size {size}); "
+                f"'{self.spec.name}' holds ({capacity} rows: max_enqueued_batches "
+                f"{self.options.max_enqueued_batches} x max_batch_size {size}); "
                 f"send at most {capacity} rows per request"
             )
         chunks = collections.deque()
@@ -313,15 +293,3 @@ def _pad_axis1(array, width, value):
     padded = np.full((array.shape[0], width, *array.shape[2:]), value, dtype=array.dtype)
     padded[:, : array.shape[1]] = array
     return padded
-
-
-_PARAMETER = re.compile(r"(\w+)\s*\{\s*value\s*:\s*(\d+)\s*\}")
-
-
-def read_batching_parameters(path):
-    """The fields this server uses from TF Serving's ``batching_parameters.txt`` (a text proto
-    of ``BatchingParameters``), as keyword arguments of ``BatchingOptions``; others are ignored.
-    """
-    text = "\n".join(files.read_text_lines(path, what="batching parameters"))
-    names = {field.name for field in dataclasses.fields(BatchingOptions)}
-    return {name: int(value) for name, value in _PARAMETER.findall(text) if name in names}

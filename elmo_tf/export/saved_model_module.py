@@ -60,7 +60,7 @@ import json
 import tensorflow as tf
 
 from elmo_tf import characters
-from elmo_tf.models.elmo import output_keys
+from elmo_tf.models.outputs import output_keys
 
 TRAINABLE_CHOICES = ("mix", "all", "none")
 

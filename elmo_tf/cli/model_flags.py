@@ -1,0 +1,89 @@
+"""The flags that name a model, and the model they name, for every command that takes one
+(``embed``, ``export``, ``senses``, ``beam``).
+
+``--model NAME_OR_DIR`` names the bundled model (``sotu``, the default), a published
+architecture or a directory holding ``options.json`` and ``weights.hdf5``; ``--options`` with
+``--weights`` name official files. ``model_source`` checks the combination before anything is
+loaded; ``load_model`` loads it.
+"""
+
+import dataclasses
+import sys
+
+from elmo_tf.cli.common import CommandError
+from elmo_tf.presets.bundled import DEFAULT_MODEL
+
+
+def add_model_arguments(parser, saved_model=False):
+    """Adds ``--model``, ``--options`` and ``--weights`` (and ``--saved-model`` when the
+    command can run an exported SavedModel) to ``parser``."""
+    parser.add_argument(
+        "--model",
+        metavar="NAME_OR_DIR",
+        help=f"the bundled model ({DEFAULT_MODEL}, the default), a published architecture, or "
+        "a directory with options.json and weights.hdf5",
+    )
+    parser.add_argument("--options", metavar="FILE", help="an official options.json")
+    parser.add_argument("--weights", metavar="FILE", help="its HDF5 weight file")
+    if saved_model:
+        parser.add_argument(
+            "--saved-model",
+            metavar="DIR",
+            help="an exported SavedModel (elmo-tf export saved-model DIR; DIR or DIR/N)",
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSource:
+    """What the flags name: exactly one of ``model``, ``options`` with ``weights``, and
+    ``saved_model`` is set."""
+
+    model: str | None = None
+    options: str | None = None
+    weights: str | None = None
+    saved_model: str | None = None
+
+    def describe(self):
+        return self.saved_model or self.weights or self.model
+
+
+def model_source(args):
+    """The ``ModelSource`` of the flags; ``CommandError`` for a combination that names none or
+    several models. With no flag: the bundled model."""
+    options, weights = args.options, args.weights
+    saved_model = getattr(args, "saved_model", None)
+    if options is None and weights is not None:
+        raise CommandError("--weights was given without --options; pass both")
+    if weights is None and options is not None:
+        raise CommandError("--options was given without --weights; pass both")
+    given = [
+        flag
+        for flag, value in (
+            ("--model", args.model),
+            ("--options", options),
+            ("--saved-model", saved_model),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise CommandError(f"pass one of {', '.join(given)}, not several")
+    if options is not None:
+        return ModelSource(options=options, weights=weights)
+    if saved_model is not None:
+        return ModelSource(saved_model=saved_model)
+    return ModelSource(model=args.model or DEFAULT_MODEL)
+
+
+def load_model(args, step=None, **kwargs):
+    """The ``ELMo`` that the flags name; ``kwargs`` go to ``ELMo``.
+
+    With ``step`` (a prefix such as ``"[1/2] "``), says on stderr what it loads.
+    """
+    source = model_source(args)
+    from elmo_tf.models import ELMo, load_pretrained  # lazy: the command line starts without TF
+
+    if step is not None:
+        print(f"{step}loading {source.describe()}", file=sys.stderr, flush=True)
+    if source.options is not None:
+        return load_pretrained(source.options, source.weights, **kwargs)
+    return ELMo.from_preset(source.model, **kwargs)

@@ -1,0 +1,50 @@
+"""The optional extras: which modules each needs, and one error that names the missing one.
+
+A module or command that needs an extra calls ``require(extra, who)`` before any work, so a
+user without it gets one line naming the extra and the command that installs it, never a
+``ModuleNotFoundError`` deep in a traceback after minutes of work.
+"""
+
+import importlib.util
+
+from elmo_tf.errors import ElmoError
+
+# extra -> the modules it installs that elmo-tf imports
+EXTRAS = {
+    "serving": ("grpc", "tensorflow_serving"),
+    "tflite": ("ai_edge_litert",),
+    "beam": ("apache_beam", "pyarrow"),
+    "hub": ("tensorflow_hub", "tf_keras"),
+}
+
+
+class MissingExtraError(ElmoError, ImportError):
+    """An optional extra that a module or command needs is not installed."""
+
+
+def install_command(extra):
+    """How to install ``extra``, written one way everywhere (it works from a clone)."""
+    return f'pip install -e ".[{extra}]"'
+
+
+def missing(extra):
+    """The modules of ``extra`` that are not installed (empty when it is)."""
+    return [module for module in EXTRAS[extra] if not _installed(module)]
+
+
+def require(extra, who):
+    """Raises ``MissingExtraError`` when ``extra`` is not installed; ``who`` names what needs it
+    (a module, or a command such as ``"elmo-tf serve"``)."""
+    absent = missing(extra)
+    if absent:
+        raise MissingExtraError(
+            f"{who} needs the [{extra}] extra ({', '.join(absent)} not installed): "
+            f"{install_command(extra)}"
+        )
+
+
+def _installed(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or sys.modules[m] = None
+        return False

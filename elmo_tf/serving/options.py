@@ -1,0 +1,156 @@
+"""What a model server is configured with: ``ServerOptions`` and ``BatchingOptions``.
+
+Every option is checked here, when the options are made, so a program that starts a
+``ModelServer`` gets the same checks as ``elmo-tf serve``; an error names the option
+(``max_request_rows``; its ``elmo-tf serve`` flag is the same name with dashes,
+``--max-request-rows``). This module imports nothing heavy: the command line reads its defaults
+before it knows whether the ``[serving]`` extra is installed.
+"""
+
+import dataclasses
+import math
+import os
+import re
+
+from elmo_tf.errors import ElmoError
+from elmo_tf.serving.request_limits import (
+    DEFAULT_MAX_REQUEST_ROWS,
+    DEFAULT_MAX_REQUEST_TOKENS,
+    DEFAULT_MAX_TOKEN_BYTES,
+    DEFAULT_MAX_TOKENS_PER_ROW,
+    RequestLimits,
+)
+from elmo_tf.text_lines import read_text_lines
+
+DEFAULT_PORT = 8500  # TF Serving's gRPC port
+DEFAULT_REST_PORT = None  # no REST API unless asked for, as in TF Serving (8501 by convention)
+DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
+DEFAULT_POLL_SECONDS = 2.0
+DEFAULT_GRPC_MAX_THREADS = 32
+DEFAULT_REST_TIMEOUT_SECONDS = 30.0
+
+
+class OptionError(ElmoError, ValueError):
+    """A server or batching option out of its range; the message names the option."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchingOptions:
+    """TF Serving's batching parameters (``batching_parameters.txt``) that this server uses."""
+
+    max_batch_size: int = 32
+    batch_timeout_micros: int = 2000
+    max_enqueued_batches: int = 100
+    num_batch_threads: int = 2
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            minimum = 0 if field.name == "batch_timeout_micros" else 1
+            _check_int(field.name, getattr(self, field.name), minimum)
+
+    @property
+    def max_queued_rows(self):
+        """The most rows the queue holds: ``max_enqueued_batches`` full batches."""
+        return self.max_enqueued_batches * self.max_batch_size
+
+
+_PARAMETER = re.compile(r"(\w+)\s*\{\s*value\s*:\s*(\d+)\s*\}")
+
+
+def read_batching_parameters(path):
+    """The fields this server uses from TF Serving's ``batching_parameters.txt`` (a text proto
+    of ``BatchingParameters``), as keyword arguments of ``BatchingOptions``; others are ignored.
+    """
+    text = "\n".join(read_text_lines(path, what="batching parameters"))
+    names = {field.name for field in dataclasses.fields(BatchingOptions)}
+    return {name: int(value) for name, value in _PARAMETER.findall(text) if name in names}
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerOptions:
+    """How ``ModelServer`` serves (TF Serving's flag names in brackets).
+
+    Args:
+        model_base_path: directory of version directories ``N/`` (``--model_base_path``);
+            it must exist.
+        model_name: the name clients ask for (``--model_name``).
+        host: address to bind; ``127.0.0.1`` keeps the server local.
+        port: gRPC port, 0 for any free one (``--port``).
+        rest_port: REST port, 0 for any free one, ``None`` (default) for no REST API
+            (``--rest_api_port``).
+        batching: ``BatchingOptions``, or ``None`` to run each request on its own
+            (``--enable_batching``, ``--batching_parameters_file``).
+        max_request_bytes: the largest request accepted, gRPC message or REST body.
+        poll_seconds: how often to look for a new version, 0 for never
+            (``--file_system_poll_wait_seconds``).
+        grpc_max_threads: gRPC worker threads, the most requests in flight at once
+            (``--grpc_max_threads``).
+        max_request_rows, max_tokens_per_row, max_request_tokens, max_token_bytes: the
+            per-request limits (``RequestLimits``), checked on the declared shapes before
+            anything is allocated.
+        rest_timeout_seconds: how long a REST connection may stay idle or take to send a
+            request before it is closed.
+    """
+
+    model_base_path: str
+    model_name: str = "elmo"
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    rest_port: int | None = DEFAULT_REST_PORT
+    batching: BatchingOptions | None = dataclasses.field(default_factory=BatchingOptions)
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    poll_seconds: float = DEFAULT_POLL_SECONDS
+    grpc_max_threads: int = DEFAULT_GRPC_MAX_THREADS
+    max_request_rows: int = DEFAULT_MAX_REQUEST_ROWS
+    max_tokens_per_row: int = DEFAULT_MAX_TOKENS_PER_ROW
+    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES
+    rest_timeout_seconds: float = DEFAULT_REST_TIMEOUT_SECONDS
+
+    def __post_init__(self):
+        if not os.path.isdir(self.model_base_path):
+            raise OptionError(f"model_base_path {self.model_base_path} is not a directory")
+        if not isinstance(self.model_name, str) or not self.model_name:
+            raise OptionError(f"model_name must be a non-empty string, got {self.model_name!r}")
+        _check_int("port", self.port, 0, 65535)
+        if self.rest_port is not None:
+            _check_int("rest_port", self.rest_port, 0, 65535)
+        if self.batching is not None and not isinstance(self.batching, BatchingOptions):
+            raise OptionError("batching must be BatchingOptions or None")
+        for name in ("max_request_bytes", "grpc_max_threads"):
+            _check_int(name, getattr(self, name), 1)
+        _check_number("poll_seconds", self.poll_seconds, positive=False)
+        _check_number("rest_timeout_seconds", self.rest_timeout_seconds, positive=True)
+        try:
+            self.limits()
+        except ValueError as e:
+            raise OptionError(str(e)) from None
+
+    def limits(self):
+        """The ``RequestLimits`` of these options."""
+        return RequestLimits(
+            max_request_rows=self.max_request_rows,
+            max_tokens_per_row=self.max_tokens_per_row,
+            max_request_tokens=self.max_request_tokens,
+            max_token_bytes=self.max_token_bytes,
+        )
+
+
+def _check_int(name, value, minimum, maximum=None):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise OptionError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise OptionError(f"{name} must be an integer <= {maximum}, got {value!r}")
+
+
+def _check_number(name, value, positive):
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and (value > 0 if positive else value >= 0)
+    )
+    if not ok:
+        raise OptionError(
+            f"{name} must be a {'positive' if positive else 'non-negative'} number, got {value!r}"
+        )

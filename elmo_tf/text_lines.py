@@ -1,0 +1,161 @@
+"""Reading text input one line at a time, the same way everywhere.
+
+``elmo-tf embed``, the Beam job, training corpora, vocabularies, probe sets and the client all
+read lines through this module, so a line means the same thing to each of them:
+
+- lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (line numbers are those an editor shows), and a
+  leading UTF-8 byte-order mark is dropped;
+- the input is read as a stream, a chunk at a time, never whole: memory follows the longest
+  line, and a line is bounded by ``max_line_bytes`` (default ``DEFAULT_MAX_LINE_BYTES``). A
+  longer line is reported as soon as it passes the bound and the rest of it is skipped unread
+  into memory, so a file without newlines, or a device such as ``/dev/zero``, cannot grow the
+  process;
+- a line holding a NUL byte, or bytes that are not UTF-8, is refused with the 1-based line
+  and the offending byte (``line_problem``).
+
+``raw_lines`` yields the bytes of each line for callers that decide what a bad line costs (the
+Beam job turns it into a dead letter); ``read_text_lines`` yields decoded ``str`` lines and
+raises ``InputFileError`` naming the file and line at the first bad one.
+"""
+
+import codecs
+import dataclasses
+import os
+
+from elmo_tf.errors import InputFileError
+
+# Bytes in one line at most, by default: far above any sentence (the default 10,000 tokens of
+# ``MAX_TOKENS_PER_LINE`` average 100 bytes each), far below what would strain memory.
+DEFAULT_MAX_LINE_BYTES = 1 << 20
+# Tokens in one line at most, by default, wherever a line is a sentence to embed (``elmo-tf
+# embed``, the Beam job): a line's outputs grow with its length (about 20 KB per token for the
+# published model's layers), so a runaway line is refused by name rather than exhausting memory.
+MAX_TOKENS_PER_LINE = 10_000
+# Bytes read at a time.
+CHUNK_BYTES = 1 << 16
+
+
+@dataclasses.dataclass(frozen=True)
+class RawLine:
+    """One line of input: its 0-based ``number`` and its bytes without the line end.
+
+    ``too_long``: the line passed the byte bound; ``data`` is then its first
+    ``max_line_bytes`` bytes and the rest was skipped.
+    """
+
+    number: int
+    data: bytes
+    too_long: bool = False
+
+
+def raw_lines(stream, max_line_bytes=DEFAULT_MAX_LINE_BYTES, chunk_bytes=CHUNK_BYTES):
+    """Yields a ``RawLine`` for every line of the binary ``stream`` (read ``chunk_bytes`` at a
+    time), a ``\\r\\n`` split across two reads included."""
+    _check_bound(max_line_bytes)
+    number = 0
+    pending = b""  # the current line so far (a complete one if it ends in "\r": "\n" may follow)
+    skipping = False  # inside a line already reported as too long
+    start = True
+    while True:
+        chunk = stream.read(chunk_bytes)
+        if not chunk:
+            break
+        if start:
+            start = False
+            while len(chunk) < len(codecs.BOM_UTF8):  # a byte-order mark split over reads
+                more = stream.read(len(codecs.BOM_UTF8) - len(chunk))
+                if not more:
+                    break
+                chunk += more
+            if chunk.startswith(codecs.BOM_UTF8):
+                chunk = chunk[len(codecs.BOM_UTF8) :]
+        lines = (pending + chunk).splitlines(keepends=True)
+        pending = b"" if not lines or lines[-1].endswith(b"\n") else lines.pop()
+        for line in lines:
+            body = line.rstrip(b"\r\n")
+            if skipping:
+                skipping = False  # the end of the line reported too long
+            elif len(body) > max_line_bytes:
+                yield RawLine(number, body[:max_line_bytes], too_long=True)
+            else:
+                yield RawLine(number, body)
+            number += 1
+        ends_line = pending.endswith(b"\r")
+        if len(pending) - ends_line > max_line_bytes:
+            if not skipping:
+                yield RawLine(number, pending[:max_line_bytes], too_long=True)
+                skipping = True
+            pending = b"\r" if ends_line else b""  # keep "\r", half of a "\r\n"
+    if pending:
+        body = pending.rstrip(b"\r\n")
+        if not skipping:
+            if len(body) > max_line_bytes:
+                yield RawLine(number, body[:max_line_bytes], too_long=True)
+            else:
+                yield RawLine(number, body)
+
+
+def line_problem(data):
+    """Why the bytes of one line are not a line of UTF-8 text, or ``None``."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        return f"holds a NUL byte (at byte {nul + 1} of the line)"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte {e.start + 1} of the line)"
+    return None
+
+
+def too_long_problem(max_line_bytes):
+    """Why a line over the byte bound is refused."""
+    return f"is longer than {max_line_bytes:,} bytes (max_line_bytes)"
+
+
+def read_text_lines(path, what="input", max_line_bytes=DEFAULT_MAX_LINE_BYTES):
+    """Yields the lines of the UTF-8 text file ``path`` as ``str`` without line ends.
+
+    Raises ``InputFileError`` naming the file (``what`` says which kind: ``"input"``,
+    ``"vocabulary"``, ...) when it is missing, unreadable or a directory, and naming the 1-based
+    line when a line is over ``max_line_bytes``, holds a NUL byte or is not UTF-8; the error
+    comes as soon as the reader reaches that line.
+    """
+    path = os.fspath(path)
+    _check_bound(max_line_bytes)
+    try:
+        stream = open(path, "rb")  # closed by the with below
+    except FileNotFoundError:
+        raise InputFileError(f"{path}: {what} file not found") from None
+    except IsADirectoryError:
+        raise InputFileError(f"{path}: {what} is a directory, expected a text file") from None
+    except OSError as e:
+        raise InputFileError(f"{path}: cannot read {what} file ({e.strerror})") from None
+    with stream:
+        try:
+            yield from decoded_lines(stream, path, what, max_line_bytes)
+        except IsADirectoryError:
+            raise InputFileError(f"{path}: {what} is a directory, expected a text file") from None
+        except OSError as e:
+            raise InputFileError(f"{path}: cannot read {what} file ({e.strerror or e})") from None
+
+
+def decoded_lines(stream, name, what="input", max_line_bytes=DEFAULT_MAX_LINE_BYTES):
+    """Yields the lines of the binary ``stream`` (standard input, say) as ``str``; a bad line
+    raises ``InputFileError`` naming ``name`` and the 1-based line, as ``read_text_lines``."""
+    for line in raw_lines(stream, max_line_bytes):
+        problem = too_long_problem(max_line_bytes) if line.too_long else None
+        problem = problem or line_problem(line.data)
+        if problem:
+            raise InputFileError(
+                f"{name}: line {line.number + 1} {problem}; expected a UTF-8 text {what} file"
+            )
+        yield line.data.decode("utf-8")
+
+
+def _check_bound(max_line_bytes):
+    if (
+        isinstance(max_line_bytes, bool)
+        or not isinstance(max_line_bytes, int)
+        or max_line_bytes < 1
+    ):
+        raise ValueError(f"max_line_bytes must be a positive integer, got {max_line_bytes!r}")
