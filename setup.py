@@ -29,6 +29,9 @@ setup(
         "h5py>=3.14,<3.15",  # TensorFlow pins h5py < 3.15
         "numpy>=2.4,<3",
         "tqdm>=4.66,<5",
+        # downloads of the published models (elmo_tf.presets.cache): atomic writes, retries,
+        # proxies, on requests (which TensorFlow installs)
+        "pooch>=1.8,<2",
     ],
     extras_require={
         # elmo-tf serve / client: TF Serving's gRPC protos and stubs

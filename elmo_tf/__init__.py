@@ -68,7 +68,6 @@ def _started_as_command(argv=None):
 
 
 def _import_public_names():
-
     native_logs.start_tensorflow_quietly()
     for name, module in _PUBLIC.items():
         globals()[name] = getattr(_importlib.import_module(module), name)

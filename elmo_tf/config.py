@@ -156,6 +156,13 @@ class ElmoConfig:
         count += 2 * self.n_lstm_layers * (2 * p * 4 * d + 4 * d + d * p)
         return count
 
+    def describe(self):
+        """The architecture in the published models' naming: ``2x4096_512_2048cnn_2xhighway``."""
+        return (
+            f"{self.n_lstm_layers}x{self.lstm_dim}_{self.projection_dim}_{self.n_filters}cnn_"
+            f"{self.n_highway}xhighway"
+        )
+
     def validate(self):
         def fail(key, message):
             raise _InvalidValue(key, message)

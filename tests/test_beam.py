@@ -365,7 +365,7 @@ def test_gzip_input_is_decompressed(tmp_path):
         (["--input", "/nonexistent/*.txt"], "no input file matches"),
         (["--options", "o.json"], "--options was given without --weights"),
         (["--model", "sotu", "--saved-model", "x"], "pass one of --model, --saved-model"),
-        (["--model", "small"], "without bundled weights"),
+        (["--model", "nope"], "'nope' is neither the bundled model"),
         (["--saved-model", "/nonexistent"], "no saved_model.pb"),
         (["--max-tokens-per-line", "0"], "--max-tokens-per-line must be at least 1"),
         (["--max-batch-tokens=-1"], "--max-batch-tokens must be 0 or more"),

@@ -174,7 +174,7 @@ def test_empty_directory_and_too_few_sentences(tmp_path, capsys):
     status, _, err = run_cli(
         ["train", tmp_path / "small.txt", "--checkpoint-dir", tmp_path / "c", *FAST], capsys
     )
-    assert status == 1 and "3 sentences, fewer than --batch-size 4" in err
+    assert status == 1 and "3 sentences, fewer than batch_size 4" in err
 
 
 # --------------------------------------------------------------------------- data streams
@@ -410,11 +410,11 @@ def test_cli_train_resume_logs_and_refusals(corpus_file, tmp_path, capsys):
     assert {"loss", "perplexity", "tokens_per_second", "learning_rate"} <= tags
 
     status, _, err = run_cli(base + ["--max-steps", "4"], capsys)
-    assert status == 1 and "already holds checkpoints; pass --resume" in err
+    assert status == 1 and "already holds checkpoints; set resume" in err
     status, _, err = run_cli(
         ["train", "--checkpoint-dir", ckpt, "--resume", "--batch-size", "8"], capsys
     )
-    assert status == 1 and "--batch-size 8 differs from the run being resumed (4)" in err
+    assert status == 1 and "batch_size 8 differs from the run being resumed (4)" in err
     status, _, err = run_cli(
         ["train", "--checkpoint-dir", ckpt, "--resume", "--max-steps", "4"], capsys
     )

@@ -46,6 +46,7 @@ from elmo_tf.beam import DEFAULT_INNER_BATCH_SIZE, DEFAULT_MAX_BATCH_SIZE, DEFAU
 from elmo_tf.embedding_file import LAYER_CHOICES, layer_stack, select_layers
 from elmo_tf.models import ELMo, load_pretrained
 from elmo_tf.models.length_batches import DEFAULT_MAX_BATCH_TOKENS, check_max_batch_tokens
+from elmo_tf.presets import cache
 from elmo_tf.presets.bundled import DEFAULT_MODEL
 
 # The files a remote model directory must hold (copied to local disk before loading).
@@ -56,12 +57,14 @@ class ElmoModelHandler(ModelHandler):
     """Runs ``ELMo.embed_batches`` on batches of token lists.
 
     Args:
-        model: a bundled model name (``"sotu"``, the default) or a directory with
+        model: the bundled model (``"sotu"``, the default), a published model (``"small"``,
+            ...: downloaded once per machine into the model cache) or a directory with
             ``options.json`` and ``weights.hdf5`` (local, or any Beam filesystem such as
             ``gs://``: copied to a local temporary directory when the worker loads it).
             Leave ``None`` with ``options_file``/``weight_file``.
         options_file, weight_file: an official ``options.json`` and its HDF5 weights,
-            instead of ``model`` (local or on a Beam filesystem).
+            instead of ``model`` (local, on a Beam filesystem, or ``http(s)://`` URLs fetched
+            through the model cache).
         layers: ``None`` for the dict of outputs, or ``"all"``, ``"top"``, ``"average"``
             for one array per sentence (see the module docstring).
         inner_batch_size: sentences per model call inside a Beam batch.
@@ -168,7 +171,9 @@ def split_rows(outputs, n_lstm_layers, layers):
 
 
 def _is_remote(path):
-    return "://" in path
+    """A path on a Beam filesystem (``gs://``...); ``http(s)://`` URLs go through the model
+    cache (``elmo_tf.presets.cache``) instead."""
+    return "://" in path and not cache.is_url(path)
 
 
 def _join(directory, name):

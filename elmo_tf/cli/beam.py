@@ -172,8 +172,8 @@ def model_handler(args, source):
         return ElmoSavedModelHandler(source.saved_model, signature=args.signature, **batching)
     if source.options is not None:
         return ElmoModelHandler(options_file=source.options, weight_file=source.weights, **batching)
-    if "://" not in source.model and presets.preset_files(source.model) is None:
-        raise CommandError(f"{source.model!r} is an architecture without bundled weights")
+    if "://" not in source.model:
+        presets.preset_files(source.model, download=False)  # a name or directory that exists
     return ElmoModelHandler(source.model, **batching)
 
 

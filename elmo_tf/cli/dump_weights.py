@@ -33,7 +33,6 @@ def add_parser(subparsers):
 
 
 def run(args):
-
     dtype = "float16" if args.softmax_float16 else "float32"
     outdir, step = dump_weights(args.checkpoint, args.outdir, softmax_dtype=dtype)
     print(

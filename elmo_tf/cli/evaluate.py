@@ -52,7 +52,6 @@ def add_parser(subparsers):
 
 
 def run(args):
-
     for name in ("batch_size", "unroll_steps"):
         if getattr(args, name) < 1:
             raise CommandError(f"--{name.replace('_', '-')} must be at least 1")

@@ -39,6 +39,8 @@ COMMANDS = (
     "dump_weights",
     "vocab",
     "beam",
+    "download",
+    "cache",
 )
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import sys
 
 from elmo_tf.cli.common import CommandError
+from elmo_tf.presets import published
 from elmo_tf.presets.bundled import DEFAULT_MODEL
 
 
@@ -20,8 +21,9 @@ def add_model_arguments(parser, saved_model=False):
     parser.add_argument(
         "--model",
         metavar="NAME_OR_DIR",
-        help=f"the bundled model ({DEFAULT_MODEL}, the default), a published architecture, or "
-        "a directory with options.json and weights.hdf5",
+        help=f"the bundled model ({DEFAULT_MODEL}, the default), a published model "
+        f"({', '.join(published.names())}: downloaded once into the cache), or a directory "
+        "with options.json and weights.hdf5",
     )
     parser.add_argument("--options", metavar="FILE", help="an official options.json")
     parser.add_argument("--weights", metavar="FILE", help="its HDF5 weight file")

@@ -34,7 +34,6 @@ def add_parser(subparsers):
 
 
 def run(args):
-
     corpus = read_corpus(args.files)
     vocabulary = Vocabulary.from_counts(
         corpus.counts(), args.min_count, args.max_size, source=args.output

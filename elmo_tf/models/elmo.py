@@ -10,15 +10,18 @@ import tensorflow as tf
 
 from elmo_tf import characters, presets
 from elmo_tf.config import ElmoConfig
+from elmo_tf.errors import WeightFileError
 from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
 from elmo_tf.models.embedder import Embedder
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.models.outputs import LSTMState, output_keys
+from elmo_tf.presets import cache
 from elmo_tf.weight_file import load_weights as load_weight_file
 
 
 def load_pretrained(options_file, weight_file, size_limits=None, **kwargs):
-    """Builds an ``ELMo`` from an official options.json and weight file.
+    """Builds an ``ELMo`` from an official options.json and weight file (paths, or
+    ``http(s)://`` URLs downloaded into the cache on first use).
 
     ``size_limits`` raises the bounds on the model's size (see ``elmo_tf.config``). Other
     keyword arguments go to ``ELMo`` (``num_output_representations``, ``do_layer_norm``...).
@@ -125,39 +128,39 @@ class ELMo(keras.Model):
 
     @classmethod
     def from_preset(cls, name_or_dir, load_weights=True, **kwargs):
-        """An ``ELMo`` from a bundled model, a published architecture or a model directory.
+        """An ``ELMo`` from the bundled model, a published model or a model directory.
 
         Args:
-            name_or_dir: ``"sotu"`` (alias ``"default"``: the bundled default model), a
-                published architecture (``"small"``, ``"medium"``, ``"original"``/``"full"``;
-                their weights are not bundled, so these need ``load_weights=False`` and give
-                random weights), or a directory with ``options.json`` and ``weights.hdf5``
-                (``elmo-tf dump-weights`` writes one).
+            name_or_dir: ``"sotu"`` (the bundled model), a published model (``"small"``,
+                ``"medium"``, ``"original"`` alias ``"full"``, ``"original_5.5b"``,
+                ``"pubmed"``: downloaded on first use into the cache, ``elmo_tf.presets``), or
+                a directory with ``options.json`` and ``weights.hdf5`` (``elmo-tf
+                dump-weights`` writes one).
             load_weights: load the trained weights (default); ``False`` gives the
-                architecture with random weights.
+                architecture with random weights (no download).
             **kwargs: passed to ``ELMo`` (``num_output_representations``, ``dropout``...).
 
-        >>> model = elmo_tf.ELMo.from_preset("sotu")
+        >>> model = elmo_tf.ELMo.from_preset("small")  # downloads 54 MB the first time
         """
-        files = presets.preset_files(name_or_dir)
+        files = presets.preset_files(name_or_dir, download=load_weights)
         if files is None:
-            if load_weights:
-                raise presets.PresetError(
-                    f"the weights of the published {name_or_dir!r} model are not bundled: pass "
-                    "its directory (options.json + weights.hdf5), use "
-                    "elmo_tf.load_pretrained(options, weights), or load_weights=False"
-                )
             return cls(presets.preset(name_or_dir), **kwargs)
-        if load_weights:
-            return cls.from_files(*files, **kwargs)
-        return cls(ElmoConfig.from_file(files[0]), **kwargs)
+        if not load_weights:
+            return cls(ElmoConfig.from_file(files[0]), **kwargs)
+        return cls.from_files(*files, **kwargs)
 
     @classmethod
     def from_files(cls, options_file, weight_file, size_limits=None, **kwargs):
-        """An ``ELMo`` from an official options.json and HDF5 weight file
+        """An ``ELMo`` from an official options.json and HDF5 weight file, as paths or
+        ``http(s)://`` URLs (fetched into the cache, ``elmo_tf.presets.cache``)
         (``elmo_tf.load_pretrained``; ``size_limits``: see ``elmo_tf.config``)."""
+        options_file, weight_file = presets.local_files(options_file, weight_file)
         config = ElmoConfig.from_file(options_file, size_limits=size_limits)
-        return load_weight_file(cls(config, **kwargs), weight_file)
+        try:
+            return load_weight_file(cls(config, **kwargs), weight_file)
+        except WeightFileError:
+            cache.discard(weight_file)  # a downloaded file that is no weight file is not kept
+            raise
 
     def build(self, input_shape=None):
         if self.built:

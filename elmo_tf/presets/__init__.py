@@ -1,47 +1,26 @@
-"""Named models: the bundled trained one and the published architectures.
+"""Named models: the bundled one, the published ones, and model directories.
 
-``ELMo.from_preset(name_or_dir)`` resolves its argument here: the name of the model bundled
-with the package (``"sotu"``, alias ``"default"``; ``bundled``), the name of a published
-architecture (``"small"``, ``"medium"``, ``"original"`` alias ``"full"``: configuration only,
-since their weights are not bundled), or a directory holding ``options.json`` and
-``weights.hdf5``.
+``ELMo.from_preset(name_or_dir)`` resolves its argument here:
 
-``TRAINING_DEFAULT`` is the architecture ``elmo-tf train`` builds when it is given none.
+- ``"sotu"`` (alias ``"default"``): the model bundled with the package (``bundled``);
+- a published model (``"small"``, ``"medium"``, ``"original"`` alias ``"full"``,
+  ``"original_5.5b"``, ``"pubmed"``; ``published``): downloaded on first use into the cache and
+  checked at every use (``cache``); with ``load_weights=False`` only its architecture, offline;
+- a directory holding ``options.json`` and ``weights.hdf5`` (or simple_elmo's ``model.hdf5``).
+
+``load_pretrained`` takes ``http(s)://`` URLs for the two files through the same cache
+(``local_files``). ``TRAINING_DEFAULT`` is the architecture ``elmo-tf train`` builds when it is
+given none.
 """
 
 import os
 
-from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import PresetError
-from elmo_tf.presets import bundled
+from elmo_tf.config import MAX_OPTIONS_BYTES, ElmoConfig
+from elmo_tf.errors import OptionsError, PresetError
+from elmo_tf.presets import bundled, cache, published
 
-_OFFICIAL_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
-
-
-def _published(projection_dim, lstm_dim, n_highway):
-    return ElmoConfig(
-        filters=_OFFICIAL_FILTERS,
-        char_embedding_dim=16,
-        n_highway=n_highway,
-        activation="relu",
-        projection_dim=projection_dim,
-        lstm_dim=lstm_dim,
-        n_lstm_layers=2,
-        cell_clip=3.0,
-        proj_clip=3.0,
-        use_skip_connections=True,
-    )
-
-
-PRESETS = {
-    # elmo_2x1024_128_2048cnn_1xhighway ("small")
-    "small": _published(projection_dim=128, lstm_dim=1024, n_highway=1),
-    # elmo_2x2048_256_2048cnn_1xhighway ("medium")
-    "medium": _published(projection_dim=256, lstm_dim=2048, n_highway=1),
-    # elmo_2x4096_512_2048cnn_2xhighway ("original", also the 5.5B model)
-    "original": _published(projection_dim=512, lstm_dim=4096, n_highway=2),
-}
-PRESETS["full"] = PRESETS["original"]
+# name -> the architecture of every published model and alias
+PRESETS = {name: published.lookup(name).config for name in published.names()}
 
 # The architecture a training run gets when it names none (no options file, preset or initial
 # weights): the bundled sotu model's, a small biLM (3.0M weights, a 12 MB weights.hdf5) that
@@ -61,20 +40,90 @@ TRAINING_DEFAULT = ElmoConfig(
 )
 
 
-def preset_files(name_or_dir):
-    """``(options_file, weight_file)`` of a bundled model or a model directory, else ``None``
-    for a published architecture; raises ``PresetError`` for anything else."""
+def preset_files(name_or_dir, download=True):
+    """``(options_file, weight_file)`` (local paths) of the bundled model, a published model
+    (downloaded into the cache on first use, or ``None`` without ``download``) or a model
+    directory; raises ``PresetError`` naming the known names for anything else."""
     name = os.fspath(name_or_dir)
     if name in bundled.BUNDLED_MODELS:
         return bundled.model_files(bundled.BUNDLED_MODELS[name])
-    if name in PRESETS:
-        return None
+    model = published.lookup(name)
+    if model is not None:
+        return published_files(model) if download else None
     if os.path.isdir(name):
         return _directory_files(name)
     raise PresetError(
-        f"{name!r} is neither a bundled model ({', '.join(sorted(bundled.BUNDLED_MODELS))}), "
-        f"a published architecture ({', '.join(sorted(PRESETS))}) nor a directory with "
+        f"{name!r} is neither the bundled model ({', '.join(sorted(bundled.BUNDLED_MODELS))}), "
+        f"a published model ({', '.join(published.names())}) nor a directory with "
         f"{bundled.OPTIONS_FILE} and {bundled.WEIGHTS_FILE}"
+    )
+
+
+def published_files(model):
+    """The local ``(options_file, weight_file)`` of a ``PublishedModel``, fetched into the cache
+    on first use; the options must describe the model's architecture."""
+    options_url, weights_url = model.urls()
+    command = f"elmo-tf download {model.name}"
+    options = cache.fetch(
+        options_url, f"the options file of {model.name!r}", MAX_OPTIONS_BYTES, fetch_command=command
+    )
+    config = _cached_options(options, options_url)
+    if _architecture(config) != _architecture(model.config):
+        cache.discard(options)
+        raise cache.DownloadError(
+            f"{options_url}: describes {config.describe()}, not the {model.name!r} architecture "
+            f"({model.config.describe()}); it was removed from the cache"
+        )
+    weights = cache.fetch(
+        weights_url,
+        f"the weight file of {model.name!r}",
+        weight_file_bound(config),
+        fetch_command=command,
+    )
+    return options, weights
+
+
+def local_files(options_file, weight_file):
+    """``options_file`` and ``weight_file`` as local paths: ``http(s)://`` URLs are fetched
+    into the cache (the options first, which bound the weight file's size)."""
+    options = os.fspath(options_file)
+    if cache.is_url(options):
+        options = cache.fetch(options, "an options file", MAX_OPTIONS_BYTES)
+        bound = weight_file_bound(_cached_options(options, options_file))
+    else:
+        bound = None
+    weights = os.fspath(weight_file)
+    if cache.is_url(weights):
+        if bound is None:
+            bound = weight_file_bound(ElmoConfig.from_file(options))
+        weights = cache.fetch(weights, "a weight file", bound)
+    return options, weights
+
+
+def weight_file_bound(config):
+    """The most bytes a weight file for ``config`` holds: float64 values and HDF5's layout
+    (a float32 file takes half)."""
+    return config.parameter_count * 8 + (16 << 20)
+
+
+def _cached_options(path, url):
+    """The ``ElmoConfig`` of a downloaded options file; a bad one is removed from the cache."""
+    try:
+        return ElmoConfig.from_file(path)
+    except OptionsError as e:
+        cache.discard(path)
+        raise OptionsError(f"{e} (downloaded from {url}; removed from the cache)") from None
+
+
+def _architecture(config):
+    return (
+        tuple(map(tuple, config.filters)),
+        config.char_embedding_dim,
+        config.n_highway,
+        config.projection_dim,
+        config.lstm_dim,
+        config.n_lstm_layers,
+        config.use_skip_connections,
     )
 
 
@@ -94,7 +143,7 @@ def _directory_files(directory):
 
 
 def preset(name):
-    """Returns the ElmoConfig of a published model: small, medium, original (alias full).
+    """Returns the ElmoConfig of a published model (``published.names()``).
 
     Raises ``PresetError`` (a ``ValueError``) for any other name.
     """

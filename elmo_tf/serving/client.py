@@ -72,7 +72,6 @@ class Client:
     """
 
     def __init__(self, server, model_name="elmo", timeout=60.0):
-
         self.model_name = model_name
         self.timeout = timeout
         self.channel = connect(server)

@@ -49,7 +49,6 @@ class Servable:
     """
 
     def __init__(self, name, version, path, batching=None):
-
         self.name = name
         self.version = version
         self.path = path

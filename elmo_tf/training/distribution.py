@@ -36,16 +36,16 @@ def make_strategy(devices=None, multi_worker=False):
     """
     if multi_worker:
         if "TF_CONFIG" not in os.environ:
-            raise DistributionError("--multi-worker needs the TF_CONFIG environment variable")
+            raise DistributionError("multi_worker needs the TF_CONFIG environment variable")
         return tf.distribute.MultiWorkerMirroredStrategy()
     if devices is not None and devices < 1:
-        raise DistributionError(f"--devices must be at least 1, got {devices}")
+        raise DistributionError(f"devices must be at least 1, got {devices}")
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
         n = len(gpus) if devices is None else devices
         if n > len(gpus):
             raise DistributionError(
-                f"--devices {n} asked for, but this machine has {len(gpus)} GPUs"
+                f"devices {n} asked for, but this machine has {len(gpus)} GPUs"
             )
         if n == 1:
             return tf.distribute.OneDeviceStrategy("/gpu:0")
@@ -62,7 +62,7 @@ def make_strategy(devices=None, multi_worker=False):
         logical = tf.config.list_logical_devices("CPU")
         if len(logical) < n:
             raise DistributionError(
-                f"--devices {n}: TensorFlow has already started with {len(logical)} CPU "
+                f"devices {n}: TensorFlow has already started with {len(logical)} CPU "
                 "device(s); logical devices must be configured before it starts"
             ) from None
     return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(n)])

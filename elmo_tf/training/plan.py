@@ -5,8 +5,8 @@
 for a new run or for one resumed from its checkpoint directory. Settings that contradict each
 other or the run being resumed raise ``TrainingPlanError``; unreadable files raise the error
 of their kind (``CorpusError``, ``VocabularyError``, ``OptionsError``, ...). Nothing is
-written: bad input stops here. Errors name a setting the way the command line spells it
-(``n_layers`` is ``--n-layers``).
+written: bad input stops here. Errors name a setting as this function's arguments do
+(``n_layers``; ``elmo-tf train`` spells it with dashes, ``--n-layers``).
 
 Example:
 >>> plan = plan_training("run1", ["train.txt"], training={"batch_size": 64})
@@ -129,11 +129,11 @@ def plan_training(
         return _resume_plan(checkpoint_dir, files, given, fixed, has_checkpoint)
     if has_checkpoint:
         raise TrainingPlanError(
-            f"{checkpoint_dir}: already holds checkpoints; pass --resume to continue that run "
-            "or choose another --checkpoint-dir"
+            f"{checkpoint_dir}: already holds checkpoints; set resume to continue that run, or "
+            "choose another checkpoint_dir"
         )
     if not files:
-        raise TrainingPlanError("no training FILE given")
+        raise TrainingPlanError("no training files given")
 
     training_options = TrainingOptions(**given)
     config = _architecture(options, preset, init_from, architecture)
@@ -145,7 +145,6 @@ def plan_training(
 
 
 def _resume_plan(directory, files, given, fixed, has_checkpoint):
-
     if not has_checkpoint:
         raise TrainingPlanError(f"{directory}: no checkpoint to resume from")
     saved = checkpoints.read_training_options(directory)
@@ -153,12 +152,12 @@ def _resume_plan(directory, files, given, fixed, has_checkpoint):
     for name, value in given.items():
         if name not in RESUMABLE and value != getattr(options, name):
             raise TrainingPlanError(
-                f"{_flag(name)} {value} differs from the run being resumed "
+                f"{name} {value} differs from the run being resumed "
                 f"({getattr(options, name)}); a resumed run keeps it"
             )
     if fixed:
         raise TrainingPlanError(
-            f"{_flag(fixed[0])} cannot be given with --resume: the model and vocabulary are "
+            f"{fixed[0]} cannot be given with resume: the model and vocabulary are "
             "those of the checkpoint"
         )
     options = options.replace(**{k: v for k, v in given.items() if k in RESUMABLE})
@@ -177,17 +176,16 @@ def _resume_plan(directory, files, given, fixed, has_checkpoint):
 
 
 def _architecture(options, preset, init_from, overrides):
-
     given = {"options": options, "preset": preset, "init_from": init_from}
     sources = [name for name, value in given.items() if value is not None]
     if len(sources) > 1:
         raise TrainingPlanError(
-            f"{_flag(sources[0])} and {_flag(sources[1])} both set the architecture; give one"
+            f"{sources[0]} and {sources[1]} both set the architecture; give one"
         )
     if init_from:
         if overrides:
             raise TrainingPlanError(
-                f"{_flag(next(iter(overrides)))} cannot be combined with --init-from (the "
+                f"{next(iter(overrides))} cannot be combined with init_from (the "
                 "weights fix the architecture)"
             )
         return ElmoConfig.from_file(init_from[0])
@@ -197,7 +195,7 @@ def _architecture(options, preset, init_from, overrides):
         try:
             config = presets.preset(preset)
         except PresetError as e:
-            raise TrainingPlanError(f"--preset: {e}") from None
+            raise TrainingPlanError(f"preset: {e}") from None
     else:
         config = presets.TRAINING_DEFAULT
     fields = {ARCHITECTURE_SETTINGS[name]: value for name, value in overrides.items()}
@@ -208,11 +206,10 @@ def _architecture(options, preset, init_from, overrides):
 
 
 def _vocabulary(vocab, min_count, max_size, corpus):
-
     if vocab:
         if min_count is not None or max_size is not None:
             raise TrainingPlanError(
-                "--vocab-min-count/--vocab-max-size build a vocabulary; not with --vocab"
+                "vocab_min_count and vocab_max_size build a vocabulary; not with vocab"
             )
         return Vocabulary.from_file(vocab)
     return Vocabulary.from_counts(
@@ -226,10 +223,7 @@ def _vocabulary(vocab, min_count, max_size, corpus):
 def _check_size(corpus, options):
     if corpus.n_sentences < options.batch_size:
         raise TrainingPlanError(
-            f"the training data has {corpus.n_sentences} sentences, fewer than --batch-size "
+            f"the training data has {corpus.n_sentences} sentences, fewer than batch_size "
             f"{options.batch_size} (every batch row reads its own sentences)"
         )
 
-
-def _flag(name):
-    return "--" + name.replace("_", "-")

@@ -1,0 +1,64 @@
+"""``elmo-tf cache``: what the model cache holds, and removing it.
+
+``elmo-tf cache list`` prints each cached file (the published model it belongs to, if any),
+its size and where it is; ``elmo-tf cache remove NAME_OR_URL...`` removes a published model's
+files or one URL's; ``elmo-tf cache clear`` removes everything. The cache is
+``ELMO_TF_CACHE_DIR``, else ``$XDG_CACHE_HOME/elmo_tf``, else ``~/.cache/elmo_tf``.
+"""
+
+from elmo_tf import files
+from elmo_tf.cli.common import CommandError
+from elmo_tf.presets import cache, published
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        "cache",
+        help="list or remove downloaded models (the model cache)",
+        description=__doc__.split("\n\n")[1],
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="the cached files, their sizes and the cache's place")
+    remove = actions.add_parser("remove", help="remove a published model's files, or a URL's")
+    remove.add_argument("targets", metavar="NAME_OR_URL", nargs="+")
+    actions.add_parser("clear", help="remove every cached file")
+    return parser
+
+
+def run(args):
+    if args.action == "list":
+        return _list()
+    if args.action == "clear":
+        files.remove(cache.cache_dir())
+        print(f"removed {cache.cache_dir()}")
+        return 0
+    urls = []
+    for target in args.targets:
+        model = published.lookup(target)
+        if model is not None:
+            urls += model.urls()
+        elif cache.is_url(target):
+            urls.append(target)
+        else:
+            raise CommandError(
+                f"{target!r} is neither a published model ({', '.join(published.names())}) "
+                "nor an http(s):// URL"
+            )
+    for url in urls:
+        print(f"{'removed' if cache.remove(url) else 'not cached'}: {url}")
+    return 0
+
+
+def _list():
+    names = {}
+    for name in sorted(published.MODELS):
+        for url in published.MODELS[name].urls():
+            names[url] = name
+    entries = cache.entries()
+    print(f"cache: {cache.cache_dir()} ({len(entries)} files)")
+    total = 0
+    for entry in entries:
+        total += entry.size
+        print(f"{names.get(entry.url, '-')}\t{entry.size:,}\t{entry.path}\t{entry.url}")
+    print(f"total: {total:,} bytes")
+    return 0

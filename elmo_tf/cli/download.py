@@ -1,0 +1,44 @@
+"""``elmo-tf download NAME...``: published models into the cache ahead of use.
+
+Fills the cache (``elmo_tf.presets.cache``) the way a first ``ELMo.from_preset(NAME)`` does,
+and loads each model once, so that what is cached is known to load: a Docker image build, or a
+cluster's workers before a job, then run with ``ELMO_TF_OFFLINE=1``. Prints where each file
+is and its size.
+"""
+
+import os
+import sys
+
+from elmo_tf.cli.common import CommandError
+from elmo_tf.presets import preset_files, published
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        "download",
+        help="download published models into the cache ahead of use",
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+    )
+    parser.add_argument(
+        "names",
+        metavar="NAME",
+        nargs="+",
+        help=f"published models: {', '.join(published.names())}",
+    )
+    return parser
+
+
+def run(args):
+    unknown = [name for name in args.names if published.lookup(name) is None]
+    if unknown:
+        raise CommandError(
+            f"unknown model {unknown[0]!r}; published models: {', '.join(published.names())}"
+        )
+    from elmo_tf.models import ELMo  # lazy: the command line starts without TensorFlow
+
+    for name in args.names:
+        ELMo.from_preset(name)  # downloads what is missing, checks what is cached, loads it
+        for path in preset_files(name):
+            print(f"{name}\t{os.path.getsize(path):,}\t{path}")
+    sys.stdout.flush()
+    return 0

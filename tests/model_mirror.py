@@ -1,0 +1,93 @@
+"""A loopback HTTP server in the published models' layout, with faults a test can turn on.
+
+Serves ``files`` (``{url path: bytes}``) on 127.0.0.1 from a thread, until ``close`` (also at
+the end of a ``with`` block). ``faults[path]`` changes how a path is answered:
+
+==================  =====================================================================
+``"404"``, ``"500"``  that HTTP status, with a short body
+``"halfway"``       the full Content-Length, half the body, then the connection closes
+``"declare_less"``  a Content-Length 1,000 bytes short, then the whole body
+``"declare_huge"``  a Content-Length of 10**12, then the connection closes
+``"stall"``         the headers, then nothing for ``stall_seconds``
+``"garbage"``       the right length of bytes that are no file format at all
+==================  =====================================================================
+
+``requests`` counts the GET requests per path.
+"""
+
+import collections
+import http.server
+import threading
+import time
+
+
+class ModelMirror:
+    def __init__(self, files):
+        self.files = dict(files)
+        self.faults = {}
+        self.requests = collections.Counter()
+        self.stall_seconds = 3.0
+        mirror = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):  # noqa: N802 - http.server's name
+                mirror.requests[self.path] += 1
+                body = mirror.files.get(self.path)
+                fault = mirror.faults.get(self.path)
+                if body is None or fault in ("404", "500"):
+                    status = 500 if fault == "500" else 404
+                    self.send_response(status)
+                    self.send_header("Content-Length", "9")
+                    self.end_headers()
+                    self.wfile.write(b"no such\n\n"[:9])
+                    return
+                if fault == "garbage":
+                    body = bytes(range(256)) * (len(body) // 256 + 1)
+                    body = body[: max(len(body) // 1000, 1000)]
+                declared = len(body)
+                if fault == "declare_less":
+                    declared -= 1000
+                if fault == "declare_huge":
+                    declared = 10**12
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(declared))
+                self.end_headers()
+                if fault == "declare_huge":
+                    self.close_connection = True
+                    return
+                if fault == "stall":
+                    time.sleep(mirror.stall_seconds)
+                    self.close_connection = True
+                    return
+                if fault == "halfway":
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

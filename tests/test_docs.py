@@ -1,0 +1,363 @@
+"""Every code block of the README and the docs runs as written, or says why it cannot.
+
+A fenced block in ``python``, ``bash`` or ``console`` is something a user copies, so the line
+before it must hold one directive:
+
+=====================================  ===================================================
+``<!-- test: run -->``                 run it
+``<!-- test: run fresh -->``           python: in a process of its own (for a block that
+                                       sets the environment before importing TensorFlow)
+``<!-- test: run background -->``      bash: a server, left running for the blocks after it
+``<!-- test: run needs=EXTRA -->``     as ``run``; skipped, naming the extra, without it
+``<!-- test: skip REASON -->``         cannot run here (Docker, a GPU, a cluster, the
+                                       network, hours): skipped with REASON
+=====================================  ===================================================
+
+A ``text`` block right after a run block, marked ``<!-- test: output -->``, is what that block
+prints: the test compares it. A block without a directive fails, so a new example cannot go
+untested by accident.
+
+A document's blocks run in order, in a directory of their own that holds what a clone holds
+besides the package (``CLONE``) and the files a document says it starts from (``SETUP``), with
+``elmo-tf`` on the PATH; python blocks of one document share one Python process (each block in
+a fresh namespace), as a user's session would.
+The ports 8500 and 8501 in a document become free ports, so that tests never collide.
+"""
+
+import dataclasses
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import FIXTURES, _installed
+
+from elmo_tf.extras import EXTRAS
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DOCUMENTS = [
+    "README.md",
+    "docs/migration.md",
+    "docs/beam.md",
+    "docs/performance.md",
+    "docs/robustness.md",
+    "serving/README.md",
+    "export/README.md",
+    "elmo_tf/presets/sotu/MODEL_CARD.md",
+]
+COMMAND_LANGUAGES = ("python", "bash", "console")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
+DIRECTIVE = re.compile(r"<!-- test: (.*?) -->\s*$")
+BLOCK_TIMEOUT = 600
+
+
+@dataclasses.dataclass
+class Block:
+    document: str
+    index: int
+    line: int
+    language: str
+    code: str
+    directive: str | None
+
+    @property
+    def id(self):
+        return f"{self.document}:{self.line}"
+
+    @property
+    def words(self):
+        return (self.directive or "").split()
+
+
+def read_blocks(document):
+    text = (ROOT / document).read_text(encoding="utf-8")
+    blocks = []
+    for index, match in enumerate(FENCE.finditer(text)):
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        directive = DIRECTIVE.search(before)
+        line = text.count("\n", 0, match.start()) + 1
+        blocks.append(
+            Block(
+                document,
+                index,
+                line,
+                match.group(1),
+                match.group(2),
+                directive.group(1).strip() if directive else None,
+            )
+        )
+    return blocks
+
+
+BLOCKS = [block for document in DOCUMENTS for block in read_blocks(document)]
+COMMAND_BLOCKS = [b for b in BLOCKS if b.language in COMMAND_LANGUAGES]
+
+
+def test_every_command_block_says_whether_it_runs():
+    unmarked = [b.id for b in COMMAND_BLOCKS if b.directive is None]
+    assert unmarked == [], "each needs <!-- test: run --> or <!-- test: skip REASON -->"
+    for block in COMMAND_BLOCKS:
+        words = block.words
+        assert words[0] in ("run", "skip"), f"{block.id}: unknown directive {block.directive!r}"
+        if words[0] == "skip":
+            assert len(words) > 1, f"{block.id}: a skip needs its reason"
+        for word in words[1:] if words[0] == "run" else []:
+            assert word in ("fresh", "background") or word.startswith("needs="), block.id
+            if word.startswith("needs="):
+                assert word[6:] in EXTRAS, f"{block.id}: unknown extra {word[6:]}"
+    outputs = [b for b in BLOCKS if b.directive == "output"]
+    for block in outputs:
+        previous = BLOCKS[BLOCKS.index(block) - 1]
+        assert previous.document == block.document and previous.words[:1] == ["run"], block.id
+
+
+def test_the_docs_run_most_of_their_examples():
+    run = [b for b in COMMAND_BLOCKS if b.words[:1] == ["run"]]
+    assert len(run) >= 20 and len(run) >= 0.6 * len(COMMAND_BLOCKS)
+
+
+# ------------------------------------------------------------------ documents' starting files
+
+
+def _official_small_files(path):
+    """docs/migration.md's starting directory: official-shape files (random weights in the
+    published ``small`` shape), a simple_elmo-style directory and a sentence file."""
+    subprocess.run(
+        [sys.executable, str(FIXTURES / "make_weights.py"), "small", str(path / "made")],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    for name in ("options.json", "weights.hdf5"):
+        shutil.copy(path / "made" / "small" / name, path / name)
+    (path / "model_dir").mkdir()
+    shutil.copy(path / "options.json", path / "model_dir" / "options.json")
+    shutil.copy(path / "weights.hdf5", path / "model_dir" / "model.hdf5")
+    shutil.rmtree(path / "made")
+    (path / "sentences.txt").write_text("The cat sat .\n\nHello world !\n", encoding="utf-8")
+
+
+def _a_corpus(path):
+    """docs/beam.md's starting directory: a small corpus of text files."""
+    corpus = path / "corpus"
+    corpus.mkdir()
+    text = (ROOT / "examples" / "sentences.txt").read_text(encoding="utf-8")
+    (corpus / "a.txt").write_text(text, encoding="utf-8")
+    (corpus / "b.txt").write_text("One more line .\n\nAnd a last one .\n", encoding="utf-8")
+
+
+SETUP = {"docs/migration.md": _official_small_files, "docs/beam.md": _a_corpus}
+# What a clone holds besides the package and the tests, copied into every document's directory
+# (commands in the docs run from the repository's root).
+CLONE = ("examples", "serving", "benchmarks", "export", "scripts")
+
+
+# ------------------------------------------------------------------ running a document
+
+
+class Session:
+    """One document's directory, its Python process and its background servers."""
+
+    def __init__(self, document, directory):
+        self.document = document
+        self.directory = directory
+        self.ports = {8500: _free_port(), 8501: _free_port()}
+        self.kernel = None
+        self.background = []
+        self.failed = None
+        bin_dir = os.path.dirname(sys.executable)
+        self.env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
+        self.env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        self.env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the docs' commands run as a user's do
+
+    def code(self, block):
+        code = block.code
+        for documented, free in self.ports.items():
+            code = re.sub(rf"\b{documented}\b", str(free), code)
+        return code
+
+    def run(self, block):
+        code = self.code(block)
+        if block.language == "python":
+            if "fresh" in block.words:
+                return self._subprocess([sys.executable, "-c", code])
+            return self._kernel().run(code)
+        if block.language == "console":
+            code = "\n".join(line[2:] for line in code.splitlines() if line.startswith("$ "))
+        if "background" in block.words:
+            return self._start_background(code)
+        return self._subprocess(["bash", "-euo", "pipefail", "-c", code])
+
+    def _subprocess(self, argv):
+        done = subprocess.run(
+            argv,
+            cwd=self.directory,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=BLOCK_TIMEOUT,
+        )
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-4000:])
+        return done.stdout
+
+    def _kernel(self):
+        if self.kernel is None:
+            self.kernel = _Kernel(self.directory, self.env)
+        return self.kernel
+
+    def _start_background(self, code):
+        log = open(self.directory / f".background-{len(self.background)}.log", "w+")  # noqa: SIM115
+        process = subprocess.Popen(
+            ["bash", "-c", f"exec {code.strip()}"],
+            cwd=self.directory,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.background.append((process, log))
+        ports = [p for p in self.ports.values() if re.search(rf"\b{p}\b", code)]
+        deadline = time.monotonic() + 120
+        while not all(_accepts(port) for port in ports):
+            if process.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                pytest.fail(f"the server did not start:\n{log.read()[-3000:]}")
+            time.sleep(0.2)
+        return ""
+
+    def close(self):
+        if self.kernel is not None:
+            self.kernel.close()
+        for process, log in self.background:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+            log.close()
+
+
+# The shared Python process: it runs the file named on each stdin line in a fresh namespace,
+# its output in FILE.out, then writes FILE.done (holding the traceback if the block failed).
+KERNEL = r"""
+import contextlib, sys, traceback
+for path in sys.stdin:
+    path = path.strip()
+    error = ""
+    with open(path + ".out", "w") as out, contextlib.redirect_stdout(out):
+        try:
+            exec(compile(open(path).read(), path, "exec"), {"__name__": "__main__"})
+        except BaseException:
+            error = traceback.format_exc()
+    with open(path + ".done", "w") as done:
+        done.write(error)
+"""
+
+
+class _Kernel:
+    def __init__(self, directory, env):
+        self.directory = directory
+        self.count = 0
+        self.log = open(directory / ".python-session.log", "w+")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [sys.executable, "-u", "-c", KERNEL],
+            cwd=directory,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def run(self, code):
+        self.count += 1
+        path = self.directory / f".block-{self.count}.py"
+        path.write_text(code, encoding="utf-8")
+        self.process.stdin.write(f"{path}\n")
+        self.process.stdin.flush()
+        done = pathlib.Path(f"{path}.done")
+        deadline = time.monotonic() + BLOCK_TIMEOUT
+        while not done.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.log.seek(0)
+                pytest.fail(f"the Python session ended:\n{self.log.read()[-4000:]}")
+            time.sleep(0.05)
+        error = done.read_text(encoding="utf-8")
+        assert not error, error[-4000:]
+        return pathlib.Path(f"{path}.out").read_text(encoding="utf-8")
+
+    def close(self):
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+def _untracked(directory, names):
+    """What ``git`` ignores, left out of a document's copy of the clone."""
+    return {n for n in names if n in ("__pycache__", "models", "results") or n.endswith(".pyc")}
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _accepts(port):
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory):
+    opened = {}
+
+    def session(document):
+        if document not in opened:
+            directory = tmp_path_factory.mktemp(re.sub(r"\W", "_", document))
+            for name in CLONE:
+                shutil.copytree(ROOT / name, directory / name, ignore=_untracked)
+            if document in SETUP:
+                SETUP[document](directory)
+            opened[document] = Session(document, directory)
+        return opened[document]
+
+    yield session
+    for session_ in opened.values():
+        session_.close()
+
+
+RUNNABLE = [b for b in COMMAND_BLOCKS if b.words[:1] == ["run"]]
+OUTPUTS = {BLOCKS[BLOCKS.index(b) - 1].id: b for b in BLOCKS if b.directive == "output"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
+def test_block_runs_as_written(block, sessions):
+    for word in block.words:
+        if word.startswith("needs=") and not _installed(*EXTRAS[word[6:]]):
+            pytest.skip(f"needs the [{word[6:]}] extra")
+    session = sessions(block.document)
+    if session.failed is not None:
+        pytest.skip(f"an earlier block of {block.document} failed ({session.failed})")
+    try:
+        printed = session.run(block)
+    except BaseException:
+        session.failed = block.id
+        raise
+    expected = OUTPUTS.get(block.id)
+    if expected is not None:
+        assert printed.strip() == expected.code.strip()
