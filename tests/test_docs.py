@@ -21,7 +21,9 @@ A document's blocks run in order, in a directory of their own that holds what a 
 besides the package (``CLONE``) and the files a document says it starts from (``SETUP``), with
 ``elmo-tf`` on the PATH; python blocks of one document share one Python process (each block in
 a fresh namespace), as a user's session would.
-The ports 8500 and 8501 in a document become free ports, so that tests never collide.
+The ports 8500 and 8501 in a document become free ports, so that tests never collide, and the
+published models come from a loopback mirror (``model_mirror``: random weights in the ``small``
+shape), never from the internet.
 """
 
 import dataclasses
@@ -322,7 +324,8 @@ def _accepts(port):
 
 
 @pytest.fixture(scope="module")
-def sessions(tmp_path_factory):
+def sessions(tmp_path_factory, model_mirror):
+    """Each document's ``Session``; published models come from the loopback mirror."""
     opened = {}
 
     def session(document):
@@ -333,6 +336,7 @@ def sessions(tmp_path_factory):
             if document in SETUP:
                 SETUP[document](directory)
             opened[document] = Session(document, directory)
+            opened[document].env["ELMO_TF_MODEL_BASE_URL"] = model_mirror.base_url
         return opened[document]
 
     yield session
