@@ -46,9 +46,27 @@ _HARMLESS_LINES = (
 )
 
 
+# More noise a running command declares (``also_drop``): compiled bytes patterns.
+_extra_noise = []
+
+
+@contextlib.contextmanager
+def also_drop(pattern):
+    """While the block runs, the filter also drops lines matching ``pattern`` (bytes regex):
+    the log lines of a library's child processes, which write to the same stderr."""
+    compiled = re.compile(pattern)
+    _extra_noise.append(compiled)
+    try:
+        yield
+    finally:
+        _extra_noise.remove(compiled)
+
+
 def is_noise(line):
     """Whether one line (bytes, without its newline) is harmless native log output."""
     if line.startswith(_HARMLESS_LINES):
+        return True
+    if any(pattern.match(line) for pattern in _extra_noise):
         return True
     match = _NATIVE_PREFIX.match(line)
     if match is None:

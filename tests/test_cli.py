@@ -101,3 +101,73 @@ def test_cli_prints_only_its_own_messages(tmp_path):
     assert done.stderr.splitlines() == [
         f"elmo-tf embed: error: {tmp_path / 'nope.txt'}: input file not found"
     ]
+
+
+def _python(script, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(env_extra or {})
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+@pytest.mark.slow
+def test_the_python_api_is_quiet_on_a_cpu():
+    """No CUDA probing, no oneDNN notice: a user's script prints what it prints."""
+    done = _python(
+        "import elmo_tf\n"
+        "model = elmo_tf.ELMo.from_preset('sotu')\n"
+        "print(model.embed([['The', 'bank', 'closed', '.']])['elmo'].shape)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("(1, 4, 256)\n", "")
+    # TF_CPP_MIN_LOG_LEVEL=0 asks for TensorFlow's native lines: they come
+    loud = _python("import elmo_tf", env_extra={"TF_CPP_MIN_LOG_LEVEL": "0"})
+    assert loud.returncode == 0 and "port.cc" in loud.stderr
+
+
+@pytest.mark.slow
+def test_the_tflite_export_is_quiet(tmp_path):
+    pytest.importorskip("ai_edge_litert")
+    done = _python(
+        "import elmo_tf\n"
+        "from elmo_tf.export.tflite import export_tflite\n"
+        f"model = elmo_tf.load_pretrained({str(TINY / 'options.json')!r}, "
+        f"{str(TINY / 'weights.hdf5')!r})\n"
+        f"export_tflite(model, {str(tmp_path / 'x.tflite')!r})\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    done = _cli(
+        "export", "tflite", str(tmp_path / "y.tflite"),
+        "--options", str(TINY / "options.json"), "--weights", str(TINY / "weights.hdf5"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [line.split(" ", 1)[0] for line in done.stderr.splitlines()] == [
+        "[1/2]",
+        "[2/2]",
+        "wrote",
+    ]
+
+
+@pytest.mark.slow
+def test_a_beam_job_prints_only_its_own_lines(tmp_path):
+    pytest.importorskip("apache_beam")
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("The cat sat .\n" * 20, encoding="utf-8")
+    argv = [
+        "beam", "--input", str(tmp_path / "*.txt"), "--output", str(tmp_path / "out" / "elmo"),
+        "--options", str(TINY / "options.json"), "--weights", str(TINY / "weights.hdf5"),
+        "--direct_num_workers=1",
+    ]  # fmt: skip
+    done = _cli(*argv)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.splitlines() == [
+        f"elmo_tf.beam: embedded 40 lines (160 tokens) to {tmp_path / 'out' / 'elmo'}-*.parquet; "
+        f"0 dead letters in {tmp_path / 'out' / 'elmo'}-dead-letters-*.jsonl"
+    ]
+    # --verbose shows Beam's own log lines
+    done = _cli(*argv, "--verbose")
+    assert done.returncode == 0 and "INFO" in done.stderr or "WARNING" in done.stderr

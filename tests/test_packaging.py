@@ -87,26 +87,18 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
     assert "test_beam.py" not in collected
     assert "tests/test_model.py" in collected
 
-    # and the commands that need an extra say which one, in one line
-    script = (
-        "import sys, block_extras\n"
-        "from elmo_tf.cli.main import main\n"
-        "sys.exit(main(['client', '--server', '127.0.0.1:1', 'hello']))\n"
-    )
-    done = _run(["-c", script], cwd=REPO, pythonpath=[str(tmp_path)])
-    assert done.returncode == 1
-    assert done.stderr.strip().splitlines()[-1] == (
-        "elmo-tf client: error: this command needs the [serving] extra (grpc, "
-        'tensorflow_serving not installed): pip install -e ".[serving]"'
-    )
-    script = (
-        "import sys, block_extras\n"
-        "from elmo_tf.cli.main import main\n"
-        "sys.exit(main(['beam', '--input', 'x.txt', '--output', 'y']))\n"
-    )
-    done = _run(["-c", script], cwd=REPO, pythonpath=[str(tmp_path)])
-    assert done.returncode == 1
-    assert done.stderr.strip().splitlines()[-1] == (
-        "elmo-tf beam: error: this command needs the [beam] extra (apache_beam not "
-        'installed): pip install -e ".[beam]"'
-    )
+    # and every command that needs an extra says which one, in one line, before any work
+    # (the command line itself, without TensorFlow: the extras blocked from sitecustomize)
+    (tmp_path / "sitecustomize.py").write_text((tmp_path / "block_extras.py").read_text())
+    for argv, extra, modules in [
+        (["client", "--server", "127.0.0.1:1", "hello"], "serving", "grpc, tensorflow_serving"),
+        (["serve", "--model-base-path", "."], "serving", "grpc, tensorflow_serving"),
+        (["export", "tflite", "x.tflite"], "tflite", "ai_edge_litert"),
+        (["beam", "--input", "x.txt", "--output", "y"], "beam", "apache_beam"),
+    ]:
+        done = _run(["-m", "elmo_tf", *argv], cwd=REPO, pythonpath=[str(tmp_path)], timeout=60)
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.strip().splitlines() == [
+            f"elmo-tf {argv[0]}: error: this command needs the [{extra}] extra ({modules} not "
+            f'installed): pip install -e ".[{extra}]"'
+        ]

@@ -18,8 +18,9 @@ import argparse
 import contextlib
 import logging
 import os
+import sys
 
-from elmo_tf import beam, text_lines
+from elmo_tf import beam, native_logs, text_lines
 from elmo_tf.cli.common import CommandError, require_extra
 from elmo_tf.cli.model_flags import add_model_arguments, model_source
 from elmo_tf.errors import InputFileError
@@ -177,10 +178,16 @@ def model_handler(args, source):
     return ElmoModelHandler(source.model, **batching)
 
 
-def pipeline_options(beam_args):
-    """``PipelineOptions`` of ``beam_args``; with no ``--runner``, all local cores."""
+def pipeline_options(beam_args, verbose=False):
+    """``PipelineOptions`` of ``beam_args``; with no ``--runner``, all local cores; the
+    workers log below ERROR only when ``verbose``."""
     from apache_beam.options.pipeline_options import PipelineOptions  # lazy: the [beam] extra
 
+    if not any(a.startswith("--default_sdk_harness_log_level") for a in beam_args):
+        beam_args = [
+            *beam_args,
+            f"--default_sdk_harness_log_level={'INFO' if verbose else 'ERROR'}",
+        ]
     if not any(a == "--runner" or a.startswith("--runner=") for a in beam_args):
         beam_args = ["--runner=FnApiRunner", "--direct_running_mode=multi_processing", *beam_args]
         if not any(a.startswith("--direct_num_workers") for a in beam_args):
@@ -188,13 +195,25 @@ def pipeline_options(beam_args):
     return PipelineOptions(beam_args)
 
 
+# A log line of Beam's Python logging (the launcher's or a worker process's) below ERROR.
+BEAM_LOG_LINE = rb"^(DEBUG|INFO|WARNING):(root|__main__|apache_beam[\w.]*|absl):"
+
+
 @contextlib.contextmanager
 def quiet_beam_logs(verbose):
     """Beam's INFO and WARNING lines (its own, its workers', apitools') hidden unless
-    ``verbose``; errors still show."""
+    ``verbose``; errors still show. The worker processes write to the command's stderr,
+    where ``elmo-tf``'s filter (``native_logs``) drops their lines."""
     if verbose:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr)
         yield
         return
+    with native_logs.also_drop(BEAM_LOG_LINE), _quiet_root_logger():
+        yield
+
+
+@contextlib.contextmanager
+def _quiet_root_logger():
     root = logging.getLogger()
     level, handlers = root.level, list(root.handlers)
     root.setLevel(logging.ERROR)
@@ -221,7 +240,7 @@ def run_job(argv=None, prog="elmo-tf beam"):
 
         from elmo_tf.beam import pipeline  # lazy: the [beam] extra
 
-        options = pipeline_options(beam_args)
+        options = pipeline_options(beam_args, args.verbose)
         pipeline.check_inputs(args.input)
         handler = model_handler(args, source)
         job = apache_beam.Pipeline(options=options)
