@@ -167,6 +167,16 @@ class ElmoConfig:
         def fail(key, message):
             raise _InvalidValue(key, message)
 
+        # First: the filters' widths are checked against it.
+        if (
+            not _is_int(self.max_characters_per_token)
+            or self.max_characters_per_token != characters.MAX_CHARS_PER_TOKEN
+        ):
+            fail(
+                "char_cnn.max_characters_per_token",
+                f"must be {characters.MAX_CHARS_PER_TOKEN} (the character mapping is fixed), "
+                f"got {_show(self.max_characters_per_token)}",
+            )
         if not self.filters:
             fail("char_cnn.filters", "must list at least one [width, num_filters] pair")
         for entry in self.filters:
@@ -195,15 +205,6 @@ class ElmoConfig:
             fail(
                 "lstm.use_skip_connections",
                 f"must be true or false, got {_show(self.use_skip_connections)}",
-            )
-        if (
-            not _is_int(self.max_characters_per_token)
-            or self.max_characters_per_token != characters.MAX_CHARS_PER_TOKEN
-        ):
-            fail(
-                "char_cnn.max_characters_per_token",
-                f"must be {characters.MAX_CHARS_PER_TOKEN} (the character mapping is fixed), "
-                f"got {_show(self.max_characters_per_token)}",
             )
         if not _is_int(self.n_characters) or self.n_characters not in (261, 262):
             fail("char_cnn.n_characters", f"must be 261 or 262, got {_show(self.n_characters)}")
@@ -301,6 +302,7 @@ class ElmoConfig:
                 raise OptionsError(f"{source}: '{path}' must be true or false, got {_show(value)}")
             return value
 
+        _check_key_spelling(options, source)
         filters = get("char_cnn.filters")
         if not isinstance(filters, list) or not all(
             isinstance(f, list) and len(f) == 2 and all(_is_int(v) for v in f) for f in filters
@@ -417,3 +419,52 @@ def _whole(value):
 
 def _plain_number(value):
     return int(value) if float(value).is_integer() else value
+
+
+# The keys the options format defines in its model sections. Other keys stay accepted (official
+# files carry bilm-tf's training settings beside them), except one a typo away from a defined
+# key: "cel_clip" silently meant "no cell clipping" and outputs 1e-3 off.
+KNOWN_KEYS = {
+    "lstm": ("cell_clip", "dim", "n_layers", "proj_clip", "projection_dim", "use_skip_connections"),
+    "char_cnn": (
+        "activation",
+        "embedding",
+        "filters",
+        "max_characters_per_token",
+        "n_characters",
+        "n_highway",
+    ),
+    "char_cnn.embedding": ("dim",),
+}
+
+
+def _check_key_spelling(options, source):
+    """Raises ``OptionsError`` for a key within two edits of a key the format defines."""
+    for section, known in KNOWN_KEYS.items():
+        node = options
+        for part in section.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            continue
+        for key in node:
+            if key in known or not isinstance(key, str):
+                continue
+            close = [k for k in known if _edit_distance(key, k) <= 2]
+            if close:
+                raise OptionsError(
+                    f"{source}: '{section}.{key[:60]}' is not a key of the options format; "
+                    f"did you mean '{section}.{close[0]}'? (misspelt, it would be ignored)"
+                )
+
+
+def _edit_distance(a, b):
+    """Levenshtein distance, for short keys only (longer ones are no typo of a known key)."""
+    if abs(len(a) - len(b)) > 2 or len(a) > 64:
+        return 3
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]

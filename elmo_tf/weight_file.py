@@ -22,6 +22,7 @@ dataset                                                 variable (transform)
 """
 
 import dataclasses
+import math
 import os
 import typing
 
@@ -181,11 +182,50 @@ def _link_problem(f, name):
                 "is a virtual dataset (its data comes from other datasets or files); "
                 "a weight file must hold its data itself"
             )
-        if obj.id.get_create_plist().get_external_count():
+        plist = obj.id.get_create_plist()
+        if plist.get_external_count():
             return (
                 "has external storage (its data is read from another file); "
                 "a weight file must hold its data itself"
             )
+        return _storage_problem(obj, plist)
+    return None
+
+
+# How much one chunk may hold uncompressed: reading any value of a chunked dataset decodes its
+# whole chunk, so a small file with huge compressed chunks costs far more than its size.
+MAX_CHUNK_BYTES = 64 << 20
+# The filters h5py ships (lzf is h5py's own): anything else is a plugin this file should not
+# need, and a missing one would only fail later, at the first read.
+SAFE_FILTERS = {
+    h5py.h5z.FILTER_DEFLATE: "gzip",
+    h5py.h5z.FILTER_SHUFFLE: "shuffle",
+    h5py.h5z.FILTER_FLETCHER32: "fletcher32",
+    h5py.h5z.FILTER_SCALEOFFSET: "scaleoffset",
+    h5py.h5z.FILTER_NBIT: "nbit",
+    h5py.h5z.FILTER_LZF: "lzf",
+}
+
+
+def _storage_problem(dataset, plist):
+    """Chunks larger than the dataset or than ``MAX_CHUNK_BYTES``, or a filter h5py does not
+    ship (or this HDF5 cannot decode): checked from the metadata, before any data is read."""
+    if dataset.chunks is not None and dataset.shape is not None:
+        if any(c > max(s, 1) for c, s in zip(dataset.chunks, dataset.shape)):
+            return (
+                f"has chunks {tuple(dataset.chunks)} larger than its shape {tuple(dataset.shape)}"
+            )
+        chunk_bytes = math.prod(dataset.chunks) * dataset.dtype.itemsize
+        if chunk_bytes > MAX_CHUNK_BYTES:
+            return (
+                f"has chunks of {chunk_bytes:,} bytes uncompressed, more than {MAX_CHUNK_BYTES:,}"
+            )
+    for index in range(plist.get_nfilters()):
+        code = plist.get_filter(index)[0]
+        if code not in SAFE_FILTERS:
+            return f"is stored with HDF5 filter {code}, not one that h5py ships"
+        if not h5py.h5z.filter_avail(code):
+            return f"is stored with the {SAFE_FILTERS[code]} filter, which this HDF5 cannot decode"
     return None
 
 

@@ -391,3 +391,29 @@ def test_elmo_tf_beam_subcommand(tmp_path, capsys):
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "elmo-tf beam: error: /nonexistent/*.txt: no input file matches"
     )
+
+
+@pytest.mark.parametrize("kind", ["keras", "saved_model"])
+def test_every_flag_reaches_the_model_handler(kind, tiny_files, saved_model_dir, corpus):
+    """What the command line is told arrives in the handler the workers run (a flag dropped on
+    the way would pass silently otherwise)."""
+    from elmo_tf.cli import beam as beam_command
+
+    options, weights = tiny_files
+    model = (
+        ["--options", str(options), "--weights", str(weights)]
+        if kind == "keras"
+        else ["--saved-model", str(saved_model_dir), "--signature", "default"]
+    )
+    argv = [
+        "--input", str(corpus / "*.txt"), "--output", "out", *model, "--layers", "top",
+        "--max-batch-tokens", "77", "--inner-batch-size", "5", "--min-batch-size", "3",
+        "--max-batch-size", "9",
+    ]  # fmt: skip
+    args, _ = beam_command.build_parser().parse_known_args(argv)
+    handler = beam_command.model_handler(args, beam_command.check_flags(args))
+    assert (handler.layers, handler.max_batch_tokens, handler.inner_batch_size) == ("top", 77, 5)
+    batching = handler.batch_elements_kwargs()
+    assert (batching["min_batch_size"], batching["max_batch_size"]) == (3, 9)
+    if kind == "saved_model":
+        assert handler.signature == "default"

@@ -70,6 +70,21 @@ def test_unknown_preset():
             lambda o: o["char_cnn"].update(max_characters_per_token=20),
             "'char_cnn.max_characters_per_token' must be 50",
         ),
+        (  # not "'char_cnn.filters' has an invalid entry": the key at fault is named
+            lambda o: o["char_cnn"].update(max_characters_per_token=0),
+            "'char_cnn.max_characters_per_token' must be 50",
+        ),
+        (
+            lambda o: o["lstm"].update(cel_clip=3),
+            "'lstm.cel_clip' is not a key of the options format; did you mean 'lstm.cell_clip'",
+        ),
+        (lambda o: o["lstm"].update(n_layer=1), "did you mean 'lstm.n_layers'"),
+        (lambda o: o["char_cnn"].update(embeding={"dim": 4}), "did you mean 'char_cnn.embedding'"),
+        (
+            lambda o: o["char_cnn"]["embedding"].update(dims=4),
+            "did you mean 'char_cnn.embedding.dim'",
+        ),
+        (lambda o: o["lstm"].update(proj_clips=3), "did you mean 'lstm.proj_clip'"),
     ],
 )
 def test_bad_options_name_key_and_file(tmp_path, mutate, message):
@@ -79,6 +94,16 @@ def test_bad_options_name_key_and_file(tmp_path, mutate, message):
     with pytest.raises(OptionsError, match=message) as info:
         ElmoConfig.from_file(path)
     assert str(path) in str(info.value)
+
+
+def test_other_unknown_keys_stay_accepted(tmp_path):
+    """Official files carry bilm-tf's training settings; they are no typo of a model key."""
+    options = _tiny_options()
+    options.update(n_epochs=10, unroll_steps=20, all_clip_norm_val=10.0, bidirectional=True)
+    options["lstm"]["use_skip_connections_in_training"] = True
+    assert ElmoConfig.from_file(_write(tmp_path, options)) == ElmoConfig.from_file(
+        TINY / "options.json"
+    )
 
 
 def test_unreadable_options_files(tmp_path):

@@ -252,6 +252,37 @@ def test_elmo_layer_rejects_bad_arguments(exported, tmp_path):
         elmo_tf.ElmoLayer(str(tmp_path / "plain"))
 
 
+def test_a_keras_config_never_loads_a_saved_model_it_names(exported, tmp_path, monkeypatch):
+    """A .keras file is data: its ElmoLayer config cannot point load_model at a SavedModel
+    (which is code) anywhere on the machine, in safe mode or not."""
+    import json
+    import zipfile
+
+    import keras
+
+    _, path = exported
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, elmo_tf.ElmoLayer(path)(inputs))
+    model.save(tmp_path / "good.keras")
+    with zipfile.ZipFile(tmp_path / "good.keras") as good:
+        members = {name: good.read(name) for name in good.namelist()}
+    config = json.loads(members["config.json"])
+    (layer,) = [x for x in config["config"]["layers"] if x["class_name"] == "ElmoLayer"]
+    layer["config"]["saved_model"] = path  # what a crafted file would hold
+    del layer["config"]["elmo_config"]
+    members["config.json"] = json.dumps(config).encode()
+    with zipfile.ZipFile(tmp_path / "crafted.keras", "w") as crafted:
+        for name, data in members.items():
+            crafted.writestr(name, data)
+    loaded = []
+    monkeypatch.setattr(tf.saved_model, "load", lambda *a, **k: loaded.append(a))
+    for safe_mode in (True, False):
+        with pytest.raises(Exception, match="never names a SavedModel to load"):
+            keras.models.load_model(tmp_path / "crafted.keras", safe_mode=safe_mode)
+    assert loaded == []
+    keras.models.load_model(tmp_path / "good.keras")  # the file as saved still loads
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not _installed("tensorflow_hub", "tf_keras"), reason="needs the [hub] extra")
 def test_hub_keras_layer_fine_tunes_with_tf_keras(exported):

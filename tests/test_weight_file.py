@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 import h5py
@@ -140,15 +138,10 @@ def test_non_finite_and_unreadable_files(tiny_files, tmp_path):
 
 
 @pytest.mark.slow
-def test_loader_at_published_small_shapes(tmp_path):
+def test_loader_at_published_small_shapes(small_official_files):
     """Random weights at the real 2x1024_128_2048cnn_1xhighway shapes, made by the reference
     generator: every dataset lands in its variable, and saving gives the same file back."""
-    subprocess.run(
-        [sys.executable, str(FIXTURES / "make_weights.py"), "small", str(tmp_path)],
-        check=True,
-        capture_output=True,
-    )
-    options, weights = tmp_path / "small" / "options.json", tmp_path / "small" / "weights.hdf5"
+    options, weights = small_official_files
     assert elmo_tf.ElmoConfig.from_file(options) == elmo_tf.preset("small")
     model = elmo_tf.load_pretrained(options, weights)
     with h5py.File(weights, "r") as f:
@@ -238,9 +231,44 @@ def _virtual_dataset(tmp_path):
     return _replace("CNN/b_cnn_0", make)
 
 
+def _chunks_larger_than_the_dataset(tmp_path):
+    def make(f, name):
+        f.create_dataset(
+            name, data=np.zeros(8, np.float32), maxshape=(None,), chunks=(1 << 20,),
+            compression="gzip",
+        )  # fmt: skip
+
+    return _replace("CNN/b_cnn_0", make)
+
+
+def _huge_chunks(tmp_path):
+    def make(f, name):  # 80 MB of zeros in one gzip chunk: a few hundred bytes on disk
+        f.create_dataset(
+            name, shape=(20_000_000,), dtype=np.float32, chunks=(20_000_000,),
+            compression="gzip", fillvalue=0.0,
+        )  # fmt: skip
+
+    return _replace("CNN/b_cnn_0", make)
+
+
+def _plugin_filter(tmp_path):
+    def make(f, name):  # Blosc (32001), a plugin: optional, so HDF5 writes without it
+        plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        plist.set_chunk((8,))
+        plist.set_filter(32001, h5py.h5z.FLAG_OPTIONAL, ())
+        space = h5py.h5s.create_simple((8,))
+        h5py.h5d.create(f.id, name.encode(), h5py.h5t.NATIVE_FLOAT, space, plist)
+        f[name][...] = np.zeros(8, np.float32)
+
+    return _replace("CNN/b_cnn_0", make)
+
+
 @pytest.mark.parametrize(
     "craft, message",
     [
+        (_chunks_larger_than_the_dataset, "'CNN/b_cnn_0' has chunks \\(1048576,\\) larger than"),
+        (_huge_chunks, "'CNN/b_cnn_0' has chunks of 80,000,000 bytes uncompressed, more than"),
+        (_plugin_filter, "'CNN/b_cnn_0' is stored with HDF5 filter 32001, not one that h5py"),
         (_external_link, "'CNN/b_cnn_0' is an external link \\(to '/secret' in .*other.hdf5\\)"),
         (_external_group_link, "'CNN_high_0' is an external link \\(to '/high' in"),
         (_soft_link, "'CNN/b_cnn_0' is a soft link \\(to '/CNN/b_cnn_1'\\)"),
@@ -253,9 +281,11 @@ def test_links_and_foreign_storage_are_refused_before_any_read(
 ):
     path = _copy_weights(tmp_path, craft(tmp_path))
     name = "CNN_high_0/W_carry" if craft is _external_group_link else "CNN/b_cnn_0"
+    storage = (_chunks_larger_than_the_dataset, _huge_chunks, _plugin_filter)
     with h5py.File(path, "r") as f:  # the crafted file does lead plain h5py to the secret
-        expected = SECRET if craft is not _soft_link else f["CNN/b_cnn_1"][0]
-        assert f[name][...].flat[0] == expected
+        expected = 0.0 if craft in storage else SECRET
+        expected = f["CNN/b_cnn_1"][0] if craft is _soft_link else expected
+        assert f[name][(0,) * f[name].ndim] == expected
     reads.clear()
     before = [w.numpy().copy() for w in tiny_model.weights]
     with pytest.raises(WeightFileError, match=message) as info:
@@ -424,3 +454,36 @@ def test_embed_refuses_a_weight_file_that_points_at_another_file(tiny_files, tmp
         "read from another file); a weight file must hold its data itself"
     ]
     assert not output.exists()
+
+
+@pytest.mark.parametrize("craft", ["external_link", "huge_chunks"])
+def test_a_hostile_softmax_file_is_refused_like_weights(tmp_path, capsys, craft):
+    """softmax.hdf5 (``elmo-tf evaluate``, ``train --init-from``) goes through the same checks
+    as a weight file (``open_untrusted``): a crafted one is one line, nothing of it read."""
+    import shutil
+
+    from elmo_tf.cli.main import main
+    from elmo_tf.presets.bundled import model_directory
+
+    directory = tmp_path / "model"
+    shutil.copytree(model_directory(), directory)
+    with h5py.File(directory / "softmax.hdf5", "a") as f:
+        bias = f["softmax/b"]
+        shape, dtype = bias.shape, bias.dtype
+        del f["softmax/b"]
+        if craft == "external_link":
+            other = tmp_path / "other.hdf5"
+            with h5py.File(other, "w") as o:
+                o["secret"] = np.full(shape, SECRET, dtype)
+            f["softmax/b"] = h5py.ExternalLink(str(other), "/secret")
+        else:
+            f.create_dataset(
+                "softmax/b", shape=(20_000_000,), dtype=np.float32, chunks=(20_000_000,),
+                compression="gzip", fillvalue=0.0,
+            )  # fmt: skip
+    held_out = tmp_path / "held_out.txt"
+    held_out.write_text("The Congress passed the bill .\n", encoding="utf-8")
+    assert main(["evaluate", str(directory), str(held_out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    expected = "is an external link" if craft == "external_link" else "has chunks of 80,000,000"
+    assert len(err) == 1 and expected in err[0] and "softmax/b" in err[0], err

@@ -154,3 +154,19 @@ class ElmoLayer(keras.layers.Layer):
             elmo_config=self.elmo_config,
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        # A config only describes the model (a .keras file's weights fill it); it never names
+        # a file to load: a SavedModel is code, and a downloaded .keras file must not make
+        # load_model run a graph from anywhere on the machine. Paths belong to the caller of
+        # ElmoLayer(saved_model=...).
+        if "saved_model" in config:
+            raise ValueError(
+                "an ElmoLayer config describes the model (elmo_config) and never names a "
+                "SavedModel to load; refused 'saved_model' in the config. Build the layer "
+                "with ElmoLayer(saved_model=PATH) in your own code instead"
+            )
+        if not isinstance(config.get("elmo_config"), dict):
+            raise ValueError("an ElmoLayer config needs its elmo_config (a dict)")
+        return cls(**config)
