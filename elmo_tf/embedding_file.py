@@ -17,8 +17,11 @@ reads these (``elmo-tf embed`` is the command-line front end):
   sentence (its tokens joined by one space) to its line index string; a repeated sentence
   maps to its last line.
 
-Sentences are embedded in length-sorted batches and each batch is written as it comes, so
-memory holds one batch of outputs. The file is written under a temporary name in the output
+The sentences are read as a stream (any iterable; ``iter_sentences`` reads a file a line at a
+time) and embedded ``WINDOW_LINES`` lines at a time, length-sorted within the window, each batch
+written as it comes: memory follows the window, not the input. Only ``sentence_to_index``, the
+format's JSON of every sentence, grows with the input (its text, a small fraction of the
+vectors written to disk). The file is written under a temporary name in the output
 directory and renamed into place at the end (``elmo_tf.files.atomic_path``): an interrupted
 run leaves no file under the output name and any previous file there untouched.
 """
@@ -26,6 +29,7 @@ run leaves no file under the output name and any previous file there untouched.
 import functools
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -37,22 +41,39 @@ from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_
 from elmo_tf.text_lines import MAX_TOKENS_PER_LINE, read_text_lines
 
 LAYER_CHOICES = ("all", "top", "average")
+# Lines embedded (and length-sorted) together: larger windows sort better, smaller ones hold
+# less; 4,096 lines of 22 tokens are about 32 batches of 128.
+WINDOW_LINES = 4096
 
 
 def check_line_lengths(sentences, path, max_tokens=MAX_TOKENS_PER_LINE):
     """Raises ``InputFileError`` naming the first line of ``path`` over ``max_tokens`` tokens."""
     for number, sentence in enumerate(sentences, start=1):
         if len(sentence) > max_tokens:
-            raise InputFileError(
-                f"{path}: line {number} has {len(sentence):,} tokens, more than the limit of "
-                f"{max_tokens:,} per line (split it, or raise --max-tokens-per-line)"
-            )
+            _too_many_tokens(path, number, len(sentence), max_tokens)
+
+
+def _too_many_tokens(path, number, count, max_tokens):
+    raise InputFileError(
+        f"{path}: line {number} has {count:,} tokens, more than the limit of {max_tokens:,} per "
+        "line (split it, or raise max_tokens_per_line)"
+    )
 
 
 def read_sentences(path):
     """The tokens of each line of a UTF-8 text file (blank: ``[]``), split on whitespace as the
     served ``default`` signature splits (``characters.split_tokens``)."""
-    return [split_tokens(line) for line in read_text_lines(path, what="input")]
+    return list(iter_sentences(path))
+
+
+def iter_sentences(path, max_tokens=None):
+    """``read_sentences`` as a stream: one token list per line, read as it is needed; a line of
+    more than ``max_tokens`` tokens raises ``InputFileError`` naming it (``check_line_lengths``)."""
+    for number, line in enumerate(read_text_lines(path, what="input"), start=1):
+        tokens = split_tokens(line)
+        if max_tokens is not None and len(tokens) > max_tokens:
+            _too_many_tokens(path, number, len(tokens), max_tokens)
+        yield tokens
 
 
 def layer_stack(outputs, n_lstm_layers):
@@ -91,7 +112,7 @@ def write_embeddings(
 
     Args:
         model: an ``ELMo``.
-        sentences: a list of token lists.
+        sentences: token lists, any iterable (read as a stream, ``WINDOW_LINES`` at a time).
         path: the HDF5 file to write (replaced atomically when complete).
         layers: ``"all"``, ``"top"`` or ``"average"`` (see the module docstring).
         batch_size: sentences per model call.
@@ -104,10 +125,12 @@ def write_embeddings(
     if layers not in LAYER_CHOICES:
         raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {layers!r}")
     n_lstm_layers = model.config.n_lstm_layers
-    previous_hook = sys.unraisablehook
-    # After a failed write, h5py's objects fail again as they are freed ("Exception ignored
-    # in ObjectID.__dealloc__"); the OutputFileError below says it all, once.
-    sys.unraisablehook = functools.partial(_quiet_h5py_dealloc, previous_hook)
+    previous_hooks = sys.unraisablehook, sys.excepthook
+    # After a failed write, h5py's objects fail again as they are freed: Cython prints each
+    # traceback through sys.excepthook, then "Exception ignored in ObjectID.__dealloc__"
+    # through sys.unraisablehook, hundreds of times. The OutputFileError below says it once.
+    sys.unraisablehook = functools.partial(_quiet_h5py_dealloc, previous_hooks[0])
+    sys.excepthook = functools.partial(_quiet_h5py_traceback, previous_hooks[1])
     try:
         _write(
             model,
@@ -122,13 +145,24 @@ def write_embeddings(
     except (OSError, RuntimeError) as e:  # h5py: disk full, a file size limit, an I/O error
         if isinstance(e, OutputFileError):
             raise
-        reason = " ".join(str(e).split()) or type(e).__name__
         raise OutputFileError(
-            f"{path}: cannot write the embeddings ({reason}); the partial file was removed "
+            f"{path}: cannot write the embeddings ({_reason(e)}); the partial file was removed "
             "and any previous file of that name is untouched"
         ) from None
     finally:
-        sys.unraisablehook = previous_hook
+        sys.unraisablehook, sys.excepthook = previous_hooks
+
+
+def _reason(error):
+    """The system's words for a failed write (``File too large``), not HDF5's dump of its
+    buffers and offsets."""
+    errno = getattr(error, "errno", None)
+    if not errno:
+        match = re.search(r"errno = (\d+)", str(error))
+        errno = int(match.group(1)) if match else None
+    if errno:
+        return os.strerror(errno)
+    return " ".join(str(error).split())[:300] or type(error).__name__
 
 
 def _quiet_h5py_dealloc(previous_hook, unraisable):
@@ -136,21 +170,46 @@ def _quiet_h5py_dealloc(previous_hook, unraisable):
         previous_hook(unraisable)
 
 
+def _quiet_h5py_traceback(previous_hook, kind, value, traceback):
+    frames, frame = [], traceback
+    while frame is not None:
+        frames.append(frame.tb_frame.f_code.co_filename)
+        frame = frame.tb_next
+    if not (issubclass(kind, RuntimeError) and any("h5py" in f for f in frames)):
+        previous_hook(kind, value, traceback)
+
+
 def _write(model, sentences, path, layers, batch_size, max_batch_tokens, on_batch, n_lstm_layers):
     # lazy: the command line imports this module to parse its flags (h5py: 80 ms)
     import h5py
 
+    sentence_to_index = {}
     with files.atomic_path(path) as tmp, h5py.File(tmp, "x") as out:
-        batches = model.embed_batches(sentences, batch_size, max_batch_tokens=max_batch_tokens)
-        for indices, outputs in batches:
-            stack = layer_stack(outputs, n_lstm_layers)  # (L + 1, B, T, 2P)
-            lengths = outputs["sequence_len"]
-            for row, index in enumerate(indices):
-                vectors = select_layers(stack[:, row, : lengths[row]], layers)
-                out.create_dataset(str(index), data=vectors.astype(np.float32))
-            if on_batch is not None:
-                on_batch(len(indices), int(lengths.sum()))
-        sentence_to_index = {" ".join(s): str(i) for i, s in enumerate(sentences)}
+        for start, window in _windows(sentences):
+            batches = model.embed_batches(window, batch_size, max_batch_tokens=max_batch_tokens)
+            for indices, outputs in batches:
+                stack = layer_stack(outputs, n_lstm_layers)  # (L + 1, B, T, 2P)
+                lengths = outputs["sequence_len"]
+                for row, index in enumerate(indices):
+                    vectors = select_layers(stack[:, row, : lengths[row]], layers)
+                    out.create_dataset(str(start + index), data=vectors.astype(np.float32))
+                if on_batch is not None:
+                    on_batch(len(indices), int(lengths.sum()))
+            for offset, tokens in enumerate(window):
+                sentence_to_index[" ".join(tokens)] = str(start + offset)
         out.create_dataset(
             "sentence_to_index", data=[json.dumps(sentence_to_index)], dtype=h5py.string_dtype()
         )
+
+
+def _windows(sentences):
+    """``(index of the first, list of WINDOW_LINES token lists)`` over any iterable."""
+    window, start = [], 0
+    for sentence in sentences:
+        window.append(sentence)
+        if len(window) == WINDOW_LINES:
+            yield start, window
+            start += len(window)
+            window = []
+    if window:
+        yield start, window

@@ -58,8 +58,11 @@ def test_a_full_disk_is_one_line_and_keeps_the_previous_output(tmp_path):
     child = _embed_subprocess(["embed", str(source), str(output), *MODEL], preexec=limit)
     _, stderr = child.communicate(timeout=300)
     assert child.returncode == 1, stderr[-2000:]
-    (line,) = _error_lines(stderr)
-    assert f"{output}: cannot write the embeddings" in line
+    # one line, the system's words, and nothing else (no h5py teardown tracebacks)
+    assert stderr.splitlines() == [
+        f"elmo-tf embed: error: {output}: cannot write the embeddings (File too large); the "
+        "partial file was removed and any previous file of that name is untouched"
+    ]
     assert output.read_bytes() == PREVIOUS
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.hdf5"]
 
@@ -161,7 +164,75 @@ def test_a_runaway_line_is_refused_by_name(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         f"elmo-tf embed: error: {source}: line 2 has 50 tokens, more than the limit of 20 per "
-        "line (split it, or raise --max-tokens-per-line)"
+        "line (split it, or raise max_tokens_per_line)"
     ]
     assert os.listdir(tmp_path) == ["in.txt"]
     assert main(argv) == 0  # within the default limit
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: "/dev/zero", "line 1 is longer than 1,048,576 bytes"),
+        (lambda d: _write(d / "one_line.txt", b"w " * 3_000_000), "line 1 is longer than"),
+        (lambda d: _write(d / "late.txt", b"fine .\n" * 10 + b"x" * 2_000_000), "line 11 is"),
+    ],
+)
+def test_an_endless_or_newline_free_input_is_refused_in_bounded_memory(tmp_path, make, message):
+    """A device, or a file without newlines, is refused as soon as a line passes the byte
+    bound; the process never holds more than about one line."""
+    source = make(tmp_path)
+    output = tmp_path / "out.hdf5"
+    child = _embed_subprocess(["embed", str(source), str(output), *MODEL])
+    _, stderr = child.communicate(timeout=300)
+    assert child.returncode == 1, stderr[-2000:]
+    (line,) = stderr.splitlines()
+    assert message in line and str(source) in line
+    assert not output.exists()
+
+
+def _write(path, data):
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.slow
+def test_embed_reads_a_stream_in_windows(tmp_path, monkeypatch, capsys):
+    """Lines are embedded a window at a time: the same file as one window, datasets and
+    sentence_to_index alike; a pipe (no line count ahead) works too."""
+    from elmo_tf import embedding_file
+
+    source = _corpus(tmp_path / "in.txt", lines=7, tokens_per_line=3)
+    assert main(["embed", str(source), str(tmp_path / "whole.hdf5"), *MODEL]) == 0
+    monkeypatch.setattr(embedding_file, "WINDOW_LINES", 3)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"cat {source} > {fifo}"])
+    assert main(["embed", str(fifo), str(tmp_path / "windows.hdf5"), *MODEL]) == 0
+    writer.wait(timeout=60)
+    with h5py.File(tmp_path / "whole.hdf5") as a, h5py.File(tmp_path / "windows.hdf5") as b:
+        assert sorted(a) == sorted(b)
+        assert a["sentence_to_index"][0] == b["sentence_to_index"][0]
+        for name in a:
+            if name != "sentence_to_index":
+                assert a[name].shape == b[name].shape
+    assert "7 sentences, " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "output, message",
+    [
+        ("nodir/", "nodir/: names a directory, expected an HDF5 file name"),
+        ("missing/out.hdf5", "output directory"),
+    ],
+)
+def test_a_bad_output_path_is_refused_before_any_work(tmp_path, monkeypatch, output, message):
+    source = _corpus(tmp_path / "in.txt", lines=2)
+    monkeypatch.chdir(tmp_path)
+    loads = []
+    monkeypatch.setattr(
+        "elmo_tf.cli.embed.load_model", lambda *a, **k: loads.append(1) or pytest.fail("loaded")
+    )
+    assert main(["embed", str(source), output, *MODEL]) == 1
+    assert loads == []

@@ -5,17 +5,14 @@ The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write ar
 """
 
 import os
+import stat
 
+from elmo_tf import files
 from elmo_tf.cli.common import CommandError
 from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
 from elmo_tf.cli.progress import Progress
 from elmo_tf.cpu_threads import configure_threads
-from elmo_tf.embedding_file import (
-    LAYER_CHOICES,
-    check_line_lengths,
-    read_sentences,
-    write_embeddings,
-)
+from elmo_tf.embedding_file import LAYER_CHOICES, iter_sentences, write_embeddings
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.text_lines import MAX_TOKENS_PER_LINE
 
@@ -100,15 +97,19 @@ def run(args):
         )
     model_source(args)
     check_output_path(args.output, args.input)
-    sentences = read_sentences(args.input)
-    check_line_lengths(sentences, args.input, args.max_tokens_per_line)
+    # A file is checked whole before the model loads (a bad line found at once, not after
+    # everything before it is embedded): one streaming pass, memory bounded by the longest
+    # line. A pipe or a device can be read only once: its lines are checked as they come.
+    total = None
+    if _is_regular_file(args.input):
+        total = sum(1 for _ in iter_sentences(args.input, args.max_tokens_per_line))
     configure_threads(warn=False)  # before the model's first op: both LSTM directions side by side
     model = load_model(args)
-    progress = Progress(len(sentences), unit="sentences")
+    progress = Progress(total, unit="sentences")
     try:
         write_embeddings(
             model,
-            sentences,
+            iter_sentences(args.input, args.max_tokens_per_line),
             args.output,
             args.output_format,
             args.batch_size,
@@ -123,11 +124,36 @@ def run(args):
 
 
 def check_output_path(output, input_path):
-    """Raises ``CommandError`` unless ``output`` names a file that can be created or replaced."""
+    """Raises ``CommandError`` unless ``output`` names a file that can be created or replaced,
+    before any work: a directory that does not exist, a directory name, the input, or a
+    directory this process cannot write into."""
+    if output.endswith(("/", os.sep)) or os.path.isdir(output):
+        raise CommandError(f"{output}: names a directory, expected an HDF5 file name")
     directory = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(directory):
         raise CommandError(f"{output}: output directory {directory} does not exist")
-    if os.path.isdir(output):
-        raise CommandError(f"{output}: is a directory, expected an HDF5 file name")
-    if os.path.exists(output) and os.path.samefile(output, input_path):
+    if (
+        os.path.exists(output)
+        and os.path.exists(input_path)
+        and os.path.samefile(output, input_path)
+    ):
         raise CommandError(f"{output}: is the input file; choose another output name")
+    try:
+        with files.atomic_path(os.path.join(directory, ".elmo-tf-write-check")) as probe:
+            open(probe, "xb").close()
+            raise _Probed
+    except _Probed:
+        pass
+    except OSError as e:
+        raise CommandError(f"{output}: cannot write to {directory} ({e.strerror or e})") from None
+
+
+class _Probed(Exception):
+    """Ends the write check without renaming its file into place (it is removed)."""
+
+
+def _is_regular_file(path):
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False  # missing or unreadable: the reader names the problem

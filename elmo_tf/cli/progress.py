@@ -16,7 +16,7 @@ class Progress:
     a summary line is written at the end, so logs stay readable.
 
     Args:
-        total: number of items expected.
+        total: number of items expected (``None``: unknown, a stream).
         unit: what an item is called (``"sentences"``).
         stream: where to write (default: stderr, past TensorFlow's log filter).
         interval: minimum seconds between redraws.
@@ -70,7 +70,8 @@ class Progress:
 
     def _line(self, now):
         elapsed = max(now - self.start, 1e-9)
-        return f"{self.done}/{self.total} {self.unit}, {self._postfix(now)}, {elapsed:.1f}s"
+        done = f"{self.done}" if self.total is None else f"{self.done}/{self.total}"
+        return f"{done} {self.unit}, {self._postfix(now)}, {elapsed:.1f}s"
 
 
 def _terminal_columns(stream):
