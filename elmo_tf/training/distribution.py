@@ -44,9 +44,7 @@ def make_strategy(devices=None, multi_worker=False):
     if gpus:
         n = len(gpus) if devices is None else devices
         if n > len(gpus):
-            raise DistributionError(
-                f"devices {n} asked for, but this machine has {len(gpus)} GPUs"
-            )
+            raise DistributionError(f"devices {n} asked for, but this machine has {len(gpus)} GPUs")
         if n == 1:
             return tf.distribute.OneDeviceStrategy("/gpu:0")
         return tf.distribute.MirroredStrategy([f"/gpu:{i}" for i in range(n)])

@@ -226,4 +226,3 @@ def _check_size(corpus, options):
             f"the training data has {corpus.n_sentences} sentences, fewer than batch_size "
             f"{options.batch_size} (every batch row reads its own sentences)"
         )
-
