@@ -417,3 +417,71 @@ def test_every_flag_reaches_the_model_handler(kind, tiny_files, saved_model_dir,
     assert (batching["min_batch_size"], batching["max_batch_size"]) == (3, 9)
     if kind == "saved_model":
         assert handler.signature == "default"
+
+
+def _readable(path):
+    from apache_beam.io import fileio
+    from apache_beam.io.filesystems import FileSystems
+
+    (match,) = FileSystems.match([str(path)])
+    return fileio.ReadableFile(match.metadata_list[0])
+
+
+@pytest.mark.parametrize("suffix, compress", [(".gz", gzip.compress), (".bz2", None)])
+def test_a_compressed_file_cut_short_is_a_dead_letter_not_a_short_success(
+    tmp_path, suffix, compress
+):
+    import bz2
+
+    text = "".join(f"line number {i} with some words .\n" for i in range(2000)).encode()
+    whole = (compress or bz2.compress)(text)
+    path = tmp_path / f"cut{suffix}"
+    path.write_bytes(whole[: len(whole) // 2])
+    elements = list(pipeline.NumberedLines().process(_readable(path)))
+    *lines, last = elements
+    assert last[2] is None and "cannot be read to its end" in last[3]
+    assert last[1] == len(lines) and str(path) == last[0]
+    # every emitted line is complete: the line cut in the middle is not among them
+    assert [data for _, _, data, _ in lines] == text.splitlines()[: len(lines)]
+    (letter,) = pipeline.DecodeLine().process(last)
+    assert letter.tag == pipeline.DEAD_LETTERS
+    assert f"after {len(lines):,} complete lines" in json.loads(letter.value)["reason"]
+
+
+def test_a_file_that_is_not_what_its_suffix_says_is_a_dead_letter(tmp_path):
+    path = tmp_path / "plain.txt.gz"
+    path.write_bytes(b"not gzip at all\n")
+    (element,) = pipeline.NumberedLines().process(_readable(path))
+    assert element[:3] == (str(path), 0, None) and "Not a gzipped file" in element[3]
+
+
+@pytest.mark.parametrize("kind", ["directory", "broken link"])
+def test_inputs_that_are_no_files_stop_the_job_before_it_starts(tmp_path, capsys, kind):
+    (tmp_path / "a.txt").write_text("fine .\n", encoding="utf-8")
+    if kind == "directory":
+        (tmp_path / "b.txt").mkdir()
+    else:
+        (tmp_path / "b.txt").symlink_to(tmp_path / "gone.txt")
+    argv = ["beam", "--input", str(tmp_path / "*.txt"), "--output", str(tmp_path / "out" / "x")]
+    assert elmo_tf_main([*argv, *RUNNER]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert f"{tmp_path / 'b.txt'} (a {kind})" in line and line.startswith("elmo-tf beam: error: ")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_failed_job_leaves_no_temporary_directory(
+    corpus, tmp_path, tiny_files, workers_import_this_tree
+):
+    """A job whose workers fail (a weight file that does not load) ends in an error and
+    leaves nothing beside its output prefix."""
+    options, _ = tiny_files
+    bad = tmp_path / "weights.hdf5"
+    bad.write_bytes(b"not hdf5" * 100)
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = ["--input", str(corpus / "*.txt"), "--output", str(out / "elmo"),
+            "--options", str(options), "--weights", str(bad), *RUNNER]  # fmt: skip
+    with pytest.raises(Exception):  # noqa: B017 - any failure of the job; the point is below
+        run_beam_job(argv)
+    assert os.listdir(out) == []

@@ -28,8 +28,17 @@ from elmo_tf import extras
 
 extras.require("beam", __name__)
 
+import bz2
+import contextlib
+import glob
+import gzip
+import lzma
+import os
+import zlib
+
 import apache_beam as beam
 from apache_beam.io import fileio
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
@@ -49,11 +58,24 @@ METRICS_NAMESPACE = "elmo_tf"
 DEAD_LETTERS = "dead_letters"
 
 
+# The compressions whose end Python's own decompressors check: a file cut short raises there
+# (Beam's decompressing reader returns what it has and says nothing).
+_CHECKED_DECOMPRESSORS = {
+    ".gz": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
+    ".bz2": bz2.BZ2File,
+    ".xz": lzma.LZMAFile,
+    ".lzma": lzma.LZMAFile,
+}
+
+
 class NumberedLines(beam.DoFn):
     """A ``fileio.ReadableFile`` -> ``(source, line number, bytes, problem)`` per line.
 
     Streams the file (``text_lines.raw_lines``: it never has to fit in memory); ``problem`` is
     ``None``, or why the line is over ``max_line_bytes`` (then ``bytes`` is only its start).
+    A compressed file that does not decompress to its end (cut short, or not what its suffix
+    says) ends in one element with ``bytes`` ``None`` and the reason as its problem, numbered
+    as the line where the stream broke; the partial line there is never emitted.
     """
 
     def __init__(self, max_line_bytes=DEFAULT_MAX_LINE_BYTES):
@@ -61,10 +83,31 @@ class NumberedLines(beam.DoFn):
 
     def process(self, readable_file):
         source = readable_file.metadata.path
-        with readable_file.open() as f:
-            for line in raw_lines(f, self.max_line_bytes):
-                problem = too_long_problem(self.max_line_bytes) if line.too_long else None
-                yield source, line.number, line.data, problem
+        suffix = os.path.splitext(source.lower())[1]
+        decompressor = _CHECKED_DECOMPRESSORS.get(suffix)
+        number = 0
+        try:
+            with contextlib.ExitStack() as files:
+                if decompressor is None:
+                    stream = files.enter_context(readable_file.open())
+                else:
+                    raw = readable_file.open(compression_type=CompressionTypes.UNCOMPRESSED)
+                    stream = files.enter_context(decompressor(files.enter_context(raw)))
+                for line in raw_lines(stream, self.max_line_bytes):
+                    problem = too_long_problem(self.max_line_bytes) if line.too_long else None
+                    yield source, line.number, line.data, problem
+                    number = line.number + 1
+        except (EOFError, OSError, lzma.LZMAError, zlib.error) as e:
+            reason = " ".join(str(e).split()) or type(e).__name__
+            yield (
+                source,
+                number,
+                None,
+                (
+                    f"the file cannot be read to its end after {number:,} complete lines "
+                    f"({reason}); the rest of it is not embedded"
+                ),
+            )
 
 
 class DecodeLine(beam.DoFn):
@@ -79,7 +122,8 @@ class DecodeLine(beam.DoFn):
 
     def process(self, element):
         source, number, data, reason = element
-        reason = reason or line_problem(data)
+        if data is not None:
+            reason = reason or line_problem(data)
         if reason is None:
             tokens = data.decode("utf-8").split()
             if len(tokens) > self.max_tokens_per_line:
@@ -196,7 +240,20 @@ def dead_letter_prefix(prefix):
 
 
 def check_inputs(patterns):
-    """Raises ``InputFileError`` for a pattern that matches no file (before the job starts)."""
+    """Raises ``InputFileError`` (before the job starts) for a pattern that matches no file,
+    and, on the local filesystem, for a match that is a directory, a broken link or a file
+    that cannot be read (Beam would crash on the first, skip the second silently)."""
+    for pattern in patterns:
+        if "://" in pattern and not pattern.startswith("file://"):
+            continue
+        local = pattern.removeprefix("file://")
+        bad = [(path, _local_problem(path)) for path in sorted(glob.glob(local))]
+        bad = [f"{path} ({problem})" for path, problem in bad if problem]
+        if bad:
+            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+            raise InputFileError(
+                f"{pattern}: matches what is not a readable text file: {', '.join(bad[:3])}{more}"
+            )
     for pattern, result in zip(patterns, FileSystems.match(patterns)):
         if not result.metadata_list:
             raise InputFileError(f"{pattern}: no input file matches")
@@ -257,3 +314,17 @@ def summary(result):
 def _check_positive(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _local_problem(path):
+    """Why a local match cannot be read as an input file, or ``None``."""
+    if os.path.isdir(path):
+        return "a directory"
+    if os.path.islink(path) and not os.path.exists(path):
+        return "a broken link"
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    return None

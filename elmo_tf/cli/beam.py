@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import logging
 import os
+import shutil
 import sys
 
 from elmo_tf import beam, native_logs, text_lines
@@ -254,8 +255,9 @@ def run_job(argv=None, prog="elmo-tf beam"):
             max_tokens_per_line=args.max_tokens_per_line,
             max_line_bytes=args.max_line_bytes,
         )
-        result = job.run()
-        result.wait_until_finish()
+        with _no_temporaries_left(args.output):
+            result = job.run()
+            result.wait_until_finish()
         counts = pipeline.summary(result)
     print(
         f"elmo_tf.beam: embedded {counts['embedded_lines']:,} lines "
@@ -265,6 +267,26 @@ def run_job(argv=None, prog="elmo-tf beam"):
         flush=True,
     )
     return counts
+
+
+@contextlib.contextmanager
+def _no_temporaries_left(output):
+    """A job that fails leaves no ``beam-temp-*`` directory of its own beside its output
+    (Beam's file sinks write there first and remove it only on success)."""
+    directory = os.path.dirname(os.path.abspath(output)) if "://" not in output else None
+    before = set(_temporaries(directory))
+    try:
+        yield
+    except BaseException:
+        for path in set(_temporaries(directory)) - before:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def _temporaries(directory):
+    if directory is None or not os.path.isdir(directory):
+        return []
+    return [os.path.join(directory, n) for n in os.listdir(directory) if n.startswith("beam-temp-")]
 
 
 def _flag(name):
