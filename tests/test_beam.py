@@ -485,3 +485,18 @@ def test_a_failed_job_leaves_no_temporary_directory(
     with pytest.raises(Exception):  # noqa: B017 - any failure of the job; the point is below
         run_beam_job(argv)
     assert os.listdir(out) == []
+
+
+def test_one_token_limit_for_embed_and_beam():
+    """A 5,000-token line gets the same treatment from `elmo-tf embed` and the Beam job."""
+    from elmo_tf import text_lines
+    from elmo_tf.cli import beam as beam_command
+    from elmo_tf.cli.main import build_parser
+
+    line = " ".join(["w"] * 5000).encode()
+    ((key, tokens),) = pipeline.DecodeLine().process(("f", 0, line, None))
+    assert len(tokens) == 5000
+    embed_args = build_parser().parse_args(["embed", "in.txt", "out.hdf5"])
+    beam_args, _ = beam_command.build_parser().parse_known_args(["--input", "x", "--output", "y"])
+    limits = {embed_args.max_tokens_per_line, beam_args.max_tokens_per_line}
+    assert limits == {text_lines.MAX_TOKENS_PER_LINE} == {10_000}
