@@ -369,7 +369,7 @@ def test_resume_is_exact(corpus_file, tmp_path, optimizer, slot):
     first, _, _ = make_trainer(corpus_file, tmp_path / "b", opts)
     first.train(5)
     resumed, _, _ = make_trainer(corpus_file, tmp_path / "b", opts)
-    assert resumed.restore() == 5
+    assert resumed.restore().step == 5
     resumed.train(10)
     assert int(resumed.step.numpy()) == 10
     a, b = (

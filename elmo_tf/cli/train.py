@@ -10,9 +10,10 @@ norm 10.
 Everything about the run lands in ``--checkpoint-dir``: ``options.json``, ``vocab.txt``,
 ``training_options.json``, the checkpoints (every ``--checkpoint-every`` steps and at the
 end) and, unless ``--logdir`` says otherwise, TensorBoard logs under ``logs/``. ``--resume``
-continues exactly from the newest checkpoint. ``--devices N`` trains on N GPUs (or N
-logical CPU devices) with ``MirroredStrategy``; ``--multi-worker`` on several machines
-(``TF_CONFIG``; see ``elmo_tf.training.distribution``).
+continues exactly from the newest checkpoint that restores completely; newer ones that do not
+are named with the reason and moved, unchanged, to ``DIR/damaged/``. ``--devices N`` trains
+on N GPUs (or N logical CPU devices) with ``MirroredStrategy``; ``--multi-worker`` on several
+machines (``TF_CONFIG``; see ``elmo_tf.training.distribution``).
 
 This module parses the flags and prints; ``elmo_tf.training.plan`` checks them and reads the
 inputs, ``Trainer`` trains.
@@ -45,7 +46,10 @@ def add_parser(subparsers):
     )
     parser.add_argument("--checkpoint-dir", required=True, metavar="DIR", help="run directory")
     parser.add_argument(
-        "--resume", action="store_true", help="continue from the newest checkpoint of DIR"
+        "--resume",
+        action="store_true",
+        help="continue from the newest checkpoint of DIR that restores (damaged newer ones are "
+        "moved to DIR/damaged/)",
     )
 
     model = parser.add_argument_group(
@@ -167,7 +171,7 @@ def run(args):
     trainer = Trainer.from_plan(training_plan, args.checkpoint_dir, strategy, args.logdir)
     start = int(trainer.step.numpy())
     if training_plan.resume:
-        print(f"resumed from step {start} of {args.checkpoint_dir}", file=sys.stderr)
+        print(_resumed(trainer.restored), file=sys.stderr)
     progress = _TrainingProgress(training_plan.total_steps, start)
     try:
         last = trainer.train(training_plan.total_steps, callback=progress.step)
@@ -186,6 +190,17 @@ def run(args):
         )
     print(f"step {int(trainer.step.numpy())}{loss}; {where}", file=sys.stderr)
     return 0
+
+
+def _resumed(restored):
+    """``resumed from step N of DIR (ckpt-N)``, then each newer checkpoint skipped and why."""
+    parts = [f"resumed from step {restored.step} of {restored.directory} ({restored.name})"]
+    for name, reason in restored.skipped:
+        moved = restored.set_aside.get(name)
+        parts.append(f"skipped {name}: {reason}" + (f" (moved to {moved})" if moved else ""))
+    if restored.state_file:
+        parts.append(f"the checkpoint state file {restored.state_file} (rewritten)")
+    return "; ".join(parts)
 
 
 class _TrainingProgress(Progress):

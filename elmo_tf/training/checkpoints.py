@@ -12,20 +12,28 @@ A checkpoint directory holds:
                             ``lstm_hidden``). The data position and every random draw are
                             functions of ``step`` and the seed, so these make resumption
                             exact.
+``damaged/ckpt-N/``         the files of a checkpoint that did not restore when the run
+                            was resumed from an older one, moved here unchanged
 ``logs/``                   TensorBoard summaries (default ``--logdir``)
 ==========================  ===========================================================
+
+Which checkpoint is the newest is read from the ``ckpt-N`` files present, not from the
+``checkpoint`` state file: that file can be garbled, or name a checkpoint whose files are
+damaged or gone (``newest_restorable``).
 """
 
 import dataclasses
 import json
 import os
+import re
 
 import h5py
 import numpy as np
 
 from elmo_tf import files
 from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import CheckpointError
+from elmo_tf.errors import CheckpointError, TrainingPlanError
+from elmo_tf.training.training_options import TrainingOptions
 from elmo_tf.training.vocabulary import Vocabulary
 from elmo_tf.weight_file import open_untrusted, save_weights
 
@@ -34,6 +42,12 @@ VOCAB_FILE = "vocab.txt"
 TRAINING_OPTIONS_FILE = "training_options.json"
 SOFTMAX_FILE = "softmax.hdf5"
 WEIGHTS_FILE = "weights.hdf5"
+STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's record of its checkpoints
+DAMAGED_DIR = "damaged"
+# A run on many shards lists every file; a few MiB at most.
+MAX_TRAINING_OPTIONS_BYTES = 64 << 20
+# The files tf.train.CheckpointManager writes for checkpoint N.
+_CHECKPOINT_FILE = re.compile(r"ckpt-(\d+)\.(?:index|data-\d+-of-\d+)")
 
 
 def variable_map(variables):
@@ -46,47 +60,326 @@ def variable_map(variables):
     # lazy: plan_training reads a run's files before TensorFlow starts
     import tensorflow as tf
 
+    return tf.train.Checkpoint(**variable_names(variables))
+
+
+def variable_names(variables):
+    """``{checkpoint key: variable}`` of ``variables``: their Keras paths, ``/`` as ``.``."""
     named = {}
     for variable in variables:
         key = variable.path.replace("/", ".")
         if key in named:
             raise ValueError(f"two variables share the path {variable.path!r}")
         named[key] = variable
-    return tf.train.Checkpoint(**named)
+    return named
 
 
-def find_checkpoint(path):
-    """``(directory, checkpoint prefix)`` for a checkpoint directory or a ``ckpt-N`` prefix."""
+def fresh_copy(structure):
+    """A ``tf.train.Checkpoint`` shaped like ``structure`` (``{name: variable, or {key:
+    variable}}``) over new zero variables in host memory: a restore into it reads and checks
+    a checkpoint without touching the variables of ``structure``."""
     # lazy: plan_training reads a run's files before TensorFlow starts
     import tensorflow as tf
 
+    def fresh(variable):
+        return tf.Variable(tf.zeros(variable.shape, variable.dtype), trainable=False)
+
+    with tf.device("/cpu:0"):
+        parts = {
+            name: tf.train.Checkpoint(**{key: fresh(v) for key, v in value.items()})
+            if isinstance(value, dict)
+            else fresh(value)
+            for name, value in structure.items()
+        }
+    return tf.train.Checkpoint(**parts)
+
+
+def checkpoint_files(directory):
+    """``{N: [file names]}`` of the ``ckpt-N`` files (index, data shards) in ``directory``."""
+    try:
+        names = sorted(os.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    found = {}
+    for name in names:
+        match = _CHECKPOINT_FILE.fullmatch(name)
+        if match:
+            found.setdefault(int(match.group(1)), []).append(name)
+    return found
+
+
+def holds_checkpoints(directory):
+    """Whether ``directory`` has checkpoint files or a checkpoint state file."""
+    return bool(checkpoint_files(directory)) or os.path.exists(os.path.join(directory, STATE_FILE))
+
+
+@dataclasses.dataclass(frozen=True)
+class Restored:
+    """The checkpoint a run was resumed from (``newest_restorable``).
+
+    Attributes:
+        directory: the run directory.
+        name: the checkpoint restored, ``ckpt-N``.
+        step: its step, ``N``.
+        skipped: ``((name, reason), ...)`` of the newer checkpoints that did not restore,
+            newest first.
+        set_aside: ``{name: folder}`` of skipped checkpoints whose files were moved (to
+            ``damaged/``) so that the resumed run does not overwrite them.
+        state_file: what was wrong with the state file, which has been written anew
+            (``"was missing"``, ``"was unreadable"``, ``"named ckpt-M"``), or ``None``.
+    """
+
+    directory: str
+    name: str
+    step: int
+    skipped: tuple = ()
+    set_aside: dict = dataclasses.field(default_factory=dict)
+    state_file: str | None = None
+
+    @property
+    def prefix(self):
+        return os.path.join(self.directory, self.name)
+
+
+def newest_restorable(directory, restore):
+    """The newest checkpoint of ``directory`` that restores completely, as ``Restored``;
+    ``None`` when the directory has no ``ckpt-N`` files.
+
+    The candidates are the ``ckpt-N`` files present, largest ``N`` first; the state file is
+    not consulted (it may be garbled or name a damaged checkpoint). ``restore(prefix)``
+    restores one into variables of its own (so that a checkpoint failing halfway leaves the
+    caller's untouched; see ``fresh_copy``) and returns the step it holds. What TensorFlow
+    raises for a damaged checkpoint (a missing or truncated file, a checksum mismatch, a
+    variable missing or of another shape) becomes the reason the checkpoint is skipped.
+
+    Raises:
+        CheckpointError: no checkpoint restores; the message names each and why.
+    """
+    # lazy: plan_training reads a run's files before TensorFlow starts
+    import tensorflow as tf
+
+    found = checkpoint_files(directory)
+    skipped, misfits = [], 0
+    for number in sorted(found, reverse=True):
+        name = f"ckpt-{number}"
+        if f"{name}.index" not in found[number]:
+            skipped.append((name, f"{name}.index is missing"))
+            continue
+        try:
+            step = restore(os.path.join(directory, name))
+        # TensorFlow's errors for unreadable files: DataLossError (checksum),
+        # NotFoundError (a shard gone), OutOfRangeError, a bare OpError (a damaged index);
+        # IndexError is what its checkpoint reader raises for a truncated data shard.
+        except (tf.errors.OpError, IndexError) as e:
+            skipped.append((name, _restore_failure(e, found[number])))
+        # A restore that reads but does not fit: a variable of another shape (ValueError),
+        # or one the checkpoint lacks (AssertionError of assert_existing_objects_matched).
+        except (ValueError, AssertionError) as e:
+            skipped.append((name, "does not fit the model: " + _restore_failure(e)))
+            misfits += 1
+        else:
+            if step == number:
+                return Restored(os.fspath(directory), name, step, tuple(skipped))
+            skipped.append((name, f"holds step {step}, not {number}"))
+    if not skipped:
+        return None
+    tried = "; ".join(f"{name}: {reason}" for name, reason in skipped)
+    hint = ""
+    if misfits == len(skipped):
+        hint = (
+            f" (none fits the model of {OPTIONS_FILE} and {VOCAB_FILE}: are those the run's files?)"
+        )
+    raise CheckpointError(f"{directory}: no checkpoint restores: {tried}{hint}")
+
+
+def _restore_failure(error, entries=()):
+    """One line of what ``error`` says, without TensorFlow's op decorations, naming the file
+    (of ``entries``, the checkpoint's files) where TensorFlow's message does not."""
+    # lazy: plan_training reads a run's files before TensorFlow starts
+    import tensorflow as tf
+
+    text = error.message if isinstance(error, tf.errors.OpError) else str(error)
+    text = re.sub(r"\{\{function_node [^}]*\}\}", "", text)
+    text = re.sub(r"\[Op:\w+\]", "", text)
+    text = " ".join(text.split()) or type(error).__name__
+    data = ", ".join(entry for entry in entries if ".data-" in entry)
+    if isinstance(error, IndexError):  # TensorFlow's reader ran past the end of a data shard
+        text = f"{data or 'a data file'} truncated ({text})"
+    elif "sstable" in text:  # the index is a table; TensorFlow does not name it here
+        text = f"{next((e for e in entries if e.endswith('.index')), 'the index')}: {text}"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def set_aside(directory, name):
+    """Moves the files of checkpoint ``name`` (``ckpt-N``) unchanged into
+    ``directory/damaged/ckpt-N/`` (``ckpt-N.2/``, ... when taken); returns that folder.
+
+    A run resumed from an older checkpoint writes ``ckpt-N`` again when it reaches step N,
+    and its ``CheckpointManager`` deletes the oldest files it knows of: moved aside, the
+    damaged files are neither overwritten nor deleted.
+    """
+    number = int(name.rsplit("-", 1)[1])
+    base = os.path.join(directory, DAMAGED_DIR, name)
+    target, copy = base, 1
+    while os.path.exists(target):
+        copy += 1
+        target = f"{base}.{copy}"
+    try:
+        os.makedirs(target)
+        for entry in checkpoint_files(directory).get(number, []):
+            os.replace(os.path.join(directory, entry), os.path.join(target, entry))
+    except OSError as e:
+        raise CheckpointError(
+            f"{os.path.join(directory, name)}: cannot move this damaged checkpoint to {target} "
+            f"({e.strerror}); move its files away, then resume again"
+        ) from None
+    return target
+
+
+def state_file_fault(directory, name):
+    """What is wrong with the state file of ``directory`` if its latest checkpoint is to be
+    ``name``: ``None``, ``"was missing"``, ``"was unreadable"`` or ``"named ckpt-M"``."""
+    try:
+        with open(os.path.join(directory, STATE_FILE), "rb") as f:
+            text = f.read(1 << 20).decode("utf-8")
+    except FileNotFoundError:
+        return "was missing"
+    except (OSError, UnicodeDecodeError):
+        return "was unreadable"
+    match = re.search(r'^model_checkpoint_path: "([^"]+)"$', text, re.M)
+    if match is None:
+        return "was unreadable"
+    named = os.path.basename(match.group(1))
+    return None if named == name else f"named {named}"
+
+
+def write_state_file(directory):
+    """Rewrites the state file of ``directory`` to list the ``ckpt-N`` with an index, the
+    largest ``N`` as the latest, as ``tf.train.CheckpointManager`` writes it (names relative
+    to the directory; the index files' times as timestamps, by which the manager keeps
+    ``max_to_keep`` of them)."""
+    names = [
+        f"ckpt-{n}"
+        for n, entries in sorted(checkpoint_files(directory).items())
+        if f"ckpt-{n}.index" in entries
+    ]
+    if not names:
+        raise CheckpointError(f"{directory}: no checkpoint to list in the state file")
+    lines = [f'model_checkpoint_path: "{names[-1]}"']
+    lines += [f'all_model_checkpoint_paths: "{name}"' for name in names]
+    for name in names:
+        written = os.path.getmtime(os.path.join(directory, name + ".index"))
+        lines.append(f"all_model_checkpoint_timestamps: {written!r}")
+    files.write_text(os.path.join(directory, STATE_FILE), "\n".join(lines) + "\n")
+
+
+def find_checkpoint(path):
+    """``(directory, checkpoint prefix)`` for a checkpoint directory (its ``ckpt-N`` with the
+    largest ``N`` that has an index file) or a ``ckpt-N`` prefix."""
     path = os.fspath(path)
     if os.path.isdir(path):
-        prefix = tf.train.latest_checkpoint(path)
-        if prefix is None:
+        found = checkpoint_files(path)
+        numbers = [n for n, entries in found.items() if f"ckpt-{n}.index" in entries]
+        if not numbers:
             raise CheckpointError(f"{path}: no checkpoint in this directory")
-        return path, prefix
+        return path, os.path.join(path, f"ckpt-{max(numbers)}")
     if os.path.exists(path + ".index"):
         return os.path.dirname(os.path.abspath(path)), path
     raise CheckpointError(f"{path}: neither a checkpoint directory nor a checkpoint prefix")
 
 
 def read_training_options(directory):
-    """The parsed ``training_options.json`` of a checkpoint directory."""
+    """The parsed ``training_options.json`` of a checkpoint directory, its structure checked
+    (``training`` holds valid ``TrainingOptions``; ``corpus`` the files, sentences and tokens
+    trained on); a damaged file raises ``CheckpointError`` naming it."""
     path = os.path.join(directory, TRAINING_OPTIONS_FILE)
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        with open(path, "rb") as f:
+            data = f.read(MAX_TRAINING_OPTIONS_BYTES + 1)
     except FileNotFoundError:
         raise CheckpointError(f"{path}: missing; not a training directory") from None
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"{path}: cannot read training options ({e})") from None
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read training options ({e.strerror})") from None
+    if len(data) > MAX_TRAINING_OPTIONS_BYTES:
+        raise CheckpointError(
+            f"{path}: larger than {MAX_TRAINING_OPTIONS_BYTES} bytes, not training options"
+        )
+    if not data.strip():
+        raise CheckpointError(f"{path}: the training options file is empty")
+    try:
+        saved = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise CheckpointError(
+            f"{path}: not a valid JSON training options file (not UTF-8 text: byte {e.start})"
+        ) from None
+    except RecursionError:
+        raise CheckpointError(
+            f"{path}: not a valid JSON training options file (nested too deeply)"
+        ) from None
+    except ValueError as e:  # truncated or not JSON
+        raise CheckpointError(f"{path}: not a valid JSON training options file ({e})") from None
+    _check_training_options(path, saved)
+    return saved
+
+
+def _check_training_options(path, saved):
+    def fail(expected):
+        raise CheckpointError(f"{path}: {expected}")
+
+    if not isinstance(saved, dict):
+        fail(f"expected a JSON object, got {type(saved).__name__}")
+    if not isinstance(saved.get("training"), dict):
+        fail("'training' must be a JSON object of training options")
+    try:
+        TrainingOptions.from_dict(saved["training"], source="'training'")
+    except TrainingPlanError as e:
+        message = str(e)
+        fail(message if message.startswith("'training'") else f"'training': {message}")
+    corpus = saved.get("corpus")
+    if not isinstance(corpus, dict):
+        fail("'corpus' must be a JSON object (files, sentences, tokens)")
+    names = corpus.get("files")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        fail("'corpus.files' must be a list of file names")
+    for key in ("sentences", "tokens"):
+        value = corpus.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            fail(f"'corpus.{key}' must be a non-negative integer, got {value!r}")
+    size = saved.get("vocab_size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+        fail(f"'vocab_size' must be an integer, got {size!r}")
+    init_from = saved.get("init_from")
+    if init_from is not None and (
+        not isinstance(init_from, list)
+        or len(init_from) != 2
+        or not all(isinstance(p, str) for p in init_from)
+    ):
+        fail("'init_from' must be null or [options file, weight file]")
+
+
+def read_run(directory):
+    """``(training options, ElmoConfig, Vocabulary)`` of a training directory: its
+    ``training_options.json`` (``read_training_options``), ``options.json`` and
+    ``vocab.txt``, each error naming its file; a vocabulary of another size than the run's
+    raises ``CheckpointError`` (its checkpoints would not fit it)."""
+    saved = read_training_options(directory)
+    config = ElmoConfig.from_file(os.path.join(directory, OPTIONS_FILE))
+    vocab_path = os.path.join(directory, VOCAB_FILE)
+    vocabulary = Vocabulary.from_file(vocab_path)
+    expected = saved.get("vocab_size")
+    if expected is not None and len(vocabulary) != expected:
+        raise CheckpointError(
+            f"{vocab_path}: holds {len(vocabulary)} tokens, but the run was trained with "
+            f"{expected} ('vocab_size' of {TRAINING_OPTIONS_FILE}); not the run's vocabulary"
+        )
+    return saved, config, vocabulary
 
 
 def restore_language_model(path):
     """Rebuilds the biLM of a checkpoint (directory: its newest) and restores its weights.
 
-    Returns ``(model, vocabulary, step)``.
+    Returns ``(model, vocabulary, step)``. A checkpoint that does not restore raises
+    ``CheckpointError`` naming it and why (give an older one's prefix instead).
     """
     # lazy: plan_training reads a run's files before TensorFlow starts
     import tensorflow as tf
@@ -95,20 +388,25 @@ def restore_language_model(path):
     from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
 
     directory, prefix = find_checkpoint(path)
-    saved = read_training_options(directory)
-    config = ElmoConfig.from_file(os.path.join(directory, OPTIONS_FILE))
-    vocabulary = Vocabulary.from_file(os.path.join(directory, VOCAB_FILE))
+    saved, config, vocabulary = read_run(directory)
     training = saved["training"]
     model = BidirectionalLanguageModel(
         config,
         len(vocabulary),
-        dropout=training["dropout"],
-        num_sampled=training["num_sampled"],
+        dropout=training.get("dropout", TrainingOptions.dropout),
+        num_sampled=training.get("num_sampled", TrainingOptions.num_sampled),
         reset_state_per_sentence=training.get("reset_state_per_sentence", False),
     )
     step = tf.Variable(0, dtype=tf.int64)
     checkpoint = tf.train.Checkpoint(model=variable_map(model.weights), step=step)
-    checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
+    try:
+        checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
+    except (tf.errors.OpError, IndexError, ValueError, AssertionError) as e:
+        base = os.path.basename(prefix) + "."
+        entries = [entry for entry in os.listdir(directory) if entry.startswith(base)]
+        raise CheckpointError(
+            f"{prefix}: cannot restore ({_restore_failure(e, entries)})"
+        ) from None
     return model, vocabulary, int(step.numpy())
 
 

@@ -5,7 +5,9 @@
 for a new run or for one resumed from its checkpoint directory. Settings that contradict each
 other or the run being resumed raise ``TrainingPlanError``; unreadable files raise the error
 of their kind (``CorpusError``, ``VocabularyError``, ``OptionsError``, ...). Nothing is
-written: bad input stops here. Errors name a setting as this function's arguments do
+written: bad input stops here. Which checkpoint a resumed run continues from is decided when
+it is restored (``Trainer.from_plan``: the newest that restores completely, see
+``checkpoints.newest_restorable``). Errors name a setting as this function's arguments do
 (``n_layers``; ``elmo-tf train`` spells it with dashes, ``--n-layers``).
 
 Example:
@@ -14,7 +16,6 @@ Example:
 """
 
 import dataclasses
-import os
 
 from elmo_tf import presets
 from elmo_tf.config import ElmoConfig
@@ -49,7 +50,7 @@ class TrainingPlan:
         options: the ``TrainingOptions``.
         init_from: ``(options_file, weight_file)`` of official-format weights to start from,
             or ``None``.
-        resume: continue from the newest checkpoint of the directory.
+        resume: continue from the newest checkpoint of the directory that restores.
     """
 
     config: object
@@ -83,7 +84,9 @@ def plan_training(
 
     Args:
         checkpoint_dir: the run directory. A new run needs one without checkpoints; a resumed
-            run takes its architecture, vocabulary and training options from it.
+            run takes its architecture, vocabulary and training options from it (a damaged
+            ``training_options.json``, ``options.json`` or ``vocab.txt`` raises the error of
+            its kind naming the file).
         files: training text files, directories or glob patterns (when resuming: optional,
             default those of the run).
         resume: continue the run in ``checkpoint_dir``.
@@ -114,7 +117,8 @@ def plan_training(
             f"{', '.join(ARCHITECTURE_SETTINGS)}"
         )
     files = list(files or [])
-    has_checkpoint = os.path.exists(os.path.join(checkpoint_dir, "checkpoint"))
+    # The checkpoint files, not only the state file: either may be there without the other.
+    has_checkpoint = checkpoints.holds_checkpoints(checkpoint_dir)
     if resume:
         model_settings = {
             "options": options,
@@ -147,7 +151,12 @@ def plan_training(
 def _resume_plan(directory, files, given, fixed, has_checkpoint):
     if not has_checkpoint:
         raise TrainingPlanError(f"{directory}: no checkpoint to resume from")
-    saved = checkpoints.read_training_options(directory)
+    if not checkpoints.checkpoint_files(directory):
+        raise TrainingPlanError(
+            f"{directory}: no checkpoint to resume from (there is a '{checkpoints.STATE_FILE}' "
+            "state file, but no ckpt-N.index or ckpt-N.data files)"
+        )
+    saved, config, vocabulary = checkpoints.read_run(directory)
     options = TrainingOptions.from_dict(saved["training"])
     for name, value in given.items():
         if name not in RESUMABLE and value != getattr(options, name):
@@ -169,8 +178,6 @@ def _resume_plan(directory, files, given, fixed, has_checkpoint):
             f"tokens, but the run in {directory} was trained on {trained_on[0]} and "
             f"{trained_on[1]}; resume on the same data"
         )
-    config = ElmoConfig.from_file(os.path.join(directory, checkpoints.OPTIONS_FILE))
-    vocabulary = Vocabulary.from_file(os.path.join(directory, checkpoints.VOCAB_FILE))
     init_from = tuple(saved["init_from"]) if saved.get("init_from") else None
     return TrainingPlan(config, vocabulary, corpus, options, init_from, resume=True)
 

@@ -1,5 +1,6 @@
 """Trainer: the biLM training loop (bilm-tf's ``train``) in TensorFlow 2."""
 
+import dataclasses
 import math
 import os
 import re
@@ -10,7 +11,7 @@ import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
 from elmo_tf import files
-from elmo_tf.errors import TrainingPlanError
+from elmo_tf.errors import CheckpointError, TrainingPlanError
 from elmo_tf.models.elmo import LSTMState
 from elmo_tf.training import checkpoints, data, distribution
 from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
@@ -73,12 +74,19 @@ class Trainer:
         zero = self.model.zero_state(self.local_rows)
         self.lstm_cell = tf.Variable(zero.cell, trainable=False, name="lstm_cell")
         self.lstm_hidden = tf.Variable(zero.hidden, trainable=False, name="lstm_hidden")
+        # What a checkpoint holds: {name: variable, or {key: variable}}.
+        self._checkpointed = {
+            "model": checkpoints.variable_names(self.model.weights),
+            "optimizer": checkpoints.variable_names(self.optimizer.variables),
+            "step": self.step,
+            "lstm_cell": self.lstm_cell,
+            "lstm_hidden": self.lstm_hidden,
+        }
         self.checkpoint = tf.train.Checkpoint(
-            model=checkpoints.variable_map(self.model.weights),
-            optimizer=checkpoints.variable_map(self.optimizer.variables),
-            step=self.step,
-            lstm_cell=self.lstm_cell,
-            lstm_hidden=self.lstm_hidden,
+            **{
+                name: tf.train.Checkpoint(**value) if isinstance(value, dict) else value
+                for name, value in self._checkpointed.items()
+            }
         )
         os.makedirs(checkpoint_dir, exist_ok=True)
         self.is_chief = distribution.is_chief(self.strategy)
@@ -86,12 +94,9 @@ class Trainer:
             remove_partial_checkpoints(checkpoint_dir)  # of a run killed while saving
         # Non-chief workers write to private temporary directories, removed by close().
         self._private_dirs = []
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint,
-            self._write_directory(checkpoint_dir),
-            max_to_keep=options.keep_checkpoints,
-            step_counter=self.step,
-        )
+        # Made at the first save: it reads the state file, which restore() may rewrite.
+        self.manager = None
+        self.restored = None
         if logdir is None:
             logdir = os.path.join(checkpoint_dir, "logs")
         self.writer = None
@@ -103,15 +108,20 @@ class Trainer:
     def from_plan(cls, plan, checkpoint_dir, strategy=None, logdir=None):
         """The ``Trainer`` of a ``TrainingPlan`` (``elmo_tf.training.plan``), ready to train.
 
-        Builds the model (from ``plan.init_from``'s weights when given), writes the run's
-        files to ``checkpoint_dir`` (``write_training_files``; the chief worker only) and,
-        when ``plan.resume``, restores the newest checkpoint. ``strategy`` and ``logdir`` are
-        as in ``Trainer``.
+        Builds the model (from ``plan.init_from``'s weights when given); when
+        ``plan.resume``, restores the newest checkpoint that restores completely (``restore``;
+        which one, and what was skipped, is in ``trainer.restored``; none raises
+        ``CheckpointError`` and writes nothing); then writes the run's files to
+        ``checkpoint_dir`` (``write_training_files``; the chief worker only). ``strategy``
+        and ``logdir`` are as in ``Trainer``.
         """
         tables = data.StreamTables(plan.corpus, plan.corpus.type_targets(plan.vocabulary))
         builder = new_model(plan.config, len(plan.vocabulary), plan.options, plan.init_from)
         trainer = cls(builder, tables, plan.options, checkpoint_dir, strategy, logdir)
-        if distribution.is_chief(trainer.strategy):
+        if plan.resume and trainer.restore() is None:
+            # the plan saw checkpoint files; they went away since
+            raise CheckpointError(f"{checkpoint_dir}: no checkpoint to resume from")
+        if trainer.is_chief:
             write_training_files(
                 checkpoint_dir,
                 plan.config,
@@ -120,8 +130,6 @@ class Trainer:
                 plan.corpus,
                 plan.init_from,
             )
-        if plan.resume:
-            trainer.restore()
         return trainer
 
     def _write_directory(self, directory):
@@ -144,16 +152,58 @@ class Trainer:
     # ------------------------------------------------------------------ state
 
     def restore(self):
-        """Restores the newest checkpoint of ``checkpoint_dir``; returns its step or None."""
-        latest = tf.train.latest_checkpoint(self.checkpoint_dir)
-        if latest is None:
+        """Restores the newest checkpoint of ``checkpoint_dir`` that restores completely.
+
+        The ``ckpt-N`` files present are tried, largest ``N`` first, whatever the state file
+        says (``checkpoints.newest_restorable``); each is first read into fresh host
+        variables (``checkpoints.fresh_copy``), so one failing halfway leaves this trainer's
+        variables untouched. On the chief worker, the files of newer checkpoints that did not
+        restore are moved to ``checkpoint_dir/damaged/`` (continuing from an older step would
+        otherwise overwrite them at their step, or the checkpoint manager delete them), and
+        the state file is rewritten to list the checkpoints left.
+
+        Returns a ``checkpoints.Restored`` (also kept as ``self.restored``), or ``None`` when
+        the directory holds no checkpoint files. Raises ``CheckpointError`` naming every
+        checkpoint and why it failed when none restores; nothing is then changed.
+        """
+        found = checkpoints.newest_restorable(self.checkpoint_dir, self._try_restore)
+        if found is None:
             return None
-        self.checkpoint.restore(latest).assert_existing_objects_matched()
-        return int(self.step.numpy())
+        if self.is_chief:
+            moved = {
+                name: checkpoints.set_aside(self.checkpoint_dir, name) for name, _ in found.skipped
+            }
+            fault = checkpoints.state_file_fault(self.checkpoint_dir, found.name)
+            if fault in {f"named {name}" for name, _ in found.skipped}:
+                fault = None  # it named a newer checkpoint, whose fault has been told
+            checkpoints.write_state_file(self.checkpoint_dir)
+            found = dataclasses.replace(found, set_aside=moved, state_file=fault)
+            self.manager = None  # the next save reads the state file as it is now
+        self.checkpoint.restore(found.prefix).expect_partial().assert_existing_objects_matched()
+        self.restored = found
+        return found
+
+    def _try_restore(self, prefix):
+        """Restores ``prefix`` into a fresh copy of this trainer's variables; its step."""
+        # The copy lives in host memory for the attempt: as much again as the model and
+        # the optimizer's slots, freed when it returns.
+        copy = checkpoints.fresh_copy(self._checkpointed)
+        copy.restore(prefix).expect_partial().assert_existing_objects_matched()
+        return int(copy.step.numpy())
 
     def save(self):
         """Writes a checkpoint of the current step; returns its path."""
-        return self.manager.save(checkpoint_number=int(self.step.numpy()))
+        return self._checkpoint_manager().save(checkpoint_number=int(self.step.numpy()))
+
+    def _checkpoint_manager(self):
+        if self.manager is None:
+            self.manager = tf.train.CheckpointManager(
+                self.checkpoint,
+                self._write_directory(self.checkpoint_dir),
+                max_to_keep=self.options.keep_checkpoints,
+                step_counter=self.step,
+            )
+        return self.manager
 
     def _distribute_state(self):
         rows = self.options.batch_size // self.strategy.num_replicas_in_sync
@@ -247,7 +297,9 @@ class Trainer:
         start = int(self.step.numpy())
         metrics = None
         if start >= total_steps:
-            if self.manager.latest_checkpoint is None or start > self._latest_step():
+            if self._checkpoint_manager().latest_checkpoint is None or (
+                start > self._latest_step()
+            ):
                 self.save()
             return metrics
         iterator = iter(self.dataset(start))
@@ -294,7 +346,7 @@ class Trainer:
         return metrics
 
     def _latest_step(self):
-        latest = self.manager.latest_checkpoint
+        latest = self._checkpoint_manager().latest_checkpoint
         return int(latest.rsplit("-", 1)[1]) if latest else -1
 
 

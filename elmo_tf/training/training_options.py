@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import math
 
 from elmo_tf import files
 from elmo_tf.errors import TrainingPlanError
@@ -58,20 +59,37 @@ class TrainingOptions:
         def fail(name, expected):
             raise TrainingPlanError(f"{name} must be {expected}, got {getattr(self, name)!r}")
 
-        if self.optimizer not in DEFAULT_LEARNING_RATES:
+        def is_integer(value):
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        # Types are checked too: the options also come from a run's training_options.json.
+        if not isinstance(self.optimizer, str) or self.optimizer not in DEFAULT_LEARNING_RATES:
             fail("optimizer", " or ".join(repr(name) for name in DEFAULT_LEARNING_RATES))
         if self.learning_rate is None:
             object.__setattr__(self, "learning_rate", DEFAULT_LEARNING_RATES[self.optimizer])
+        for name in (
+            "learning_rate",
+            "initial_accumulator_value",
+            "clip_norm",
+            "dropout",
+            "epochs",
+        ):
+            value = getattr(self, name)
+            if not (is_integer(value) or isinstance(value, float)) or not math.isfinite(value):
+                fail(name, "a finite number")
 
         for name in ("batch_size", "unroll_steps", "num_sampled", "checkpoint_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_integer(getattr(self, name)) or getattr(self, name) < 1:
                 fail(name, "a positive integer")
         for name in ("keep_checkpoints", "log_every"):
-            if getattr(self, name) < 1:
+            if not is_integer(getattr(self, name)) or getattr(self, name) < 1:
                 fail(name, "at least 1")
-        if self.max_steps is not None and self.max_steps < 0:
+        if self.max_steps is not None and (not is_integer(self.max_steps) or self.max_steps < 0):
             fail("max_steps", "non-negative")
+        if not is_integer(self.seed):
+            fail("seed", "an integer")
+        if not isinstance(self.reset_state_per_sentence, bool):
+            fail("reset_state_per_sentence", "true or false")
         if self.epochs <= 0:
             fail("epochs", "positive")
         if not 0.0 <= self.dropout < 1.0:
