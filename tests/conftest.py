@@ -26,6 +26,7 @@ collect_ignore = [
     for module, needs in {
         "test_serving.py": ("grpc", "tensorflow_serving"),  # [serving]
         "test_serving_robustness.py": ("grpc", "tensorflow_serving"),  # [serving]
+        "test_serving_versions.py": ("grpc", "tensorflow_serving"),  # [serving]
         "test_tflite.py": ("ai_edge_litert",),  # [tflite]
         "test_beam.py": ("apache_beam", "pyarrow"),  # [beam]
     }.items()

@@ -1,9 +1,10 @@
 """Hostile input, faults and load: the server stays up, bounded and clean.
 
-Requests that declare huge shapes, bodies that nest deep or lie about their length, requests
-larger than the batch queue, clients that go away, idle connections at shutdown, versions that
-fail to load. Servers listen on 127.0.0.1 with ephemeral ports and are stopped by finalizers;
-every call has a timeout.
+Requests that declare huge shapes, bodies that nest deep or lie about their length, bodies the
+server does not read (request smuggling), many large bodies at once, client strings of 100 KB
+in errors, requests larger than the batch queue, clients that go away, idle connections at
+shutdown, versions that fail to load. Servers listen on 127.0.0.1 with ephemeral ports and
+are stopped by finalizers; every call has a timeout.
 """
 
 import concurrent.futures
@@ -29,17 +30,23 @@ from serving_gate import gate_servable_run
 from tensorflow.core.framework import tensor_pb2, types_pb2
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 from tensorflow.python.framework import op_def_registry
-from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+from tensorflow_serving.apis import (
+    get_model_metadata_pb2,
+    predict_pb2,
+    prediction_service_pb2_grpc,
+)
 
 import elmo_tf
 from elmo_tf.characters import WHITESPACE, split_tokens
 from elmo_tf.cli.main import main
 from elmo_tf.embedding_file import read_sentences
+from elmo_tf.serving import rest_api
 from elmo_tf.serving.client import make_request
 from elmo_tf.serving.errors import ServingError
 from elmo_tf.serving.model_manager import ModelManager, State
 from elmo_tf.serving.options import BatchingOptions
 from elmo_tf.serving.request_batching import Batcher
+from elmo_tf.serving.request_limits import BodyBudget
 from elmo_tf.serving.server import ModelServer, ServerOptions
 from elmo_tf.serving.signature import SignatureSpec
 
@@ -153,6 +160,13 @@ HOSTILE = {
         "INVALID_ARGUMENT",
         "tensor_content holds 400 bytes",
     ),
+    # Each sentence within max_tokens_per_row (12), but 6 rows padded to 11 tokens are 66.
+    "sentences padding over the tokens limit": (
+        "default",
+        {"sentences": tf.make_tensor_proto([" ".join(["w"] * 11)] * 6)},
+        "RESOURCE_EXHAUSTED",
+        "pads to 6 rows x 11 tokens, over the limit of 64 (max_request_tokens)",
+    ),
     "a sentence of too many tokens": (
         "default",
         {"sentences": tf.make_tensor_proto([" ".join(["w"] * 13)])},
@@ -219,31 +233,312 @@ def _post(port, body, headers=None):
 
 
 REST_CASES = {
-    "deeply nested JSON": (b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", {}, 400),
-    "a huge integer": (b'{"inputs": {"char_ids": ' + b"9" * 5000 + b"}}", {}, 400),
+    "deeply nested JSON": (
+        b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        {},
+        400,
+        "nested too deeply",
+    ),
+    "a huge integer": (
+        b'{"inputs": {"char_ids": ' + b"9" * 5000 + b"}}",
+        {},
+        400,
+        "value out of range",
+    ),
     "an integer out of int32": (
         {"signature_name": "char_ids", "inputs": {"char_ids": [[[10**30] * 50]]}},
         {},
         400,
+        "out of the range of int32",
     ),
-    "a negative Content-Length": (b'{"instances": ["a"]}', {"Content-Length": "-5"}, 400),
-    "no Content-Length": (b'{"instances": ["a"]}', {"Content-Length": None}, 400),
-    "a body over the limit, not sent": (b"", {"Content-Length": str(10**12)}, 413),
+    "a negative Content-Length": (
+        b'{"instances": ["a"]}',
+        {"Content-Length": "-5"},
+        400,
+        "Content-Length must be a non-negative integer, got '-5'",
+    ),
+    "no Content-Length": (
+        b'{"instances": ["a"]}',
+        {"Content-Length": None},
+        400,
+        "a POST needs a Content-Length header",
+    ),
+    "a body over the limit, not sent": (
+        b"",
+        {"Content-Length": str(10**12)},
+        413,
+        "over the limit",
+    ),
     "too many tokens per row": (
         {"signature_name": "tokens", "inputs": {"tokens": [["a"] * 13], "sequence_len": [13]}},
         {},
         413,
+        "(max_tokens_per_row)",
     ),
-    "ragged deep JSON for a rank-1 input": ({"instances": [[[[["a"]]]]]}, {}, 400),
+    # Each sentence within max_tokens_per_row (12), but 6 rows padded to 11 tokens are 66.
+    "sentences padding over the tokens limit": (
+        {"instances": [" ".join(["w"] * 11)] * 6},
+        {},
+        413,
+        "pads to 6 rows x 11 tokens, over the limit of 64 (max_request_tokens)",
+    ),
+    "ragged deep JSON for a rank-1 input": (
+        {"instances": [[[[["a"]]]]]},
+        {},
+        400,
+        "must have rank 1",
+    ),
+    "a signature name of 100 KB": (
+        {"signature_name": "s" * 100_000, "instances": ["a"]},
+        {},
+        404,
+        "(100000 characters)' not found",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(REST_CASES))
 def test_rest_hostile_bodies(case, server, stub):
-    body, headers, status = REST_CASES[case]
+    body, headers, status, fragment = REST_CASES[case]
     got, answer = _post(server.rest_port, body, headers)
     assert got == status, answer
-    assert json.loads(answer)["error"]
+    error = json.loads(answer)["error"]
+    assert fragment in error and len(error) < 300, error
+    _still_up(stub)
+
+
+def _exchange(port, raw):
+    """The answers ``[(status, headers, body)]`` to bytes ``raw`` sent on one connection, read
+    until the server closes it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.sendall(raw)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    answers = []
+    while data:
+        head, _, data = data.partition(b"\r\n\r\n")
+        status_line, *lines = head.decode("latin-1").split("\r\n")
+        headers = {k.lower(): v.strip() for k, _, v in (x.partition(":") for x in lines)}
+        length = int(headers["content-length"])
+        answers.append((int(status_line.split()[1]), headers, data[:length]))
+        data = data[length:]
+    return answers
+
+
+# A request that, read as the next one, is answered 404 naming "smuggled" and closes.
+SMUGGLED = b"GET /v1/models/smuggled HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "method, path, status",
+    [
+        ("GET", "/v1/models/elmo", 200),
+        ("GET", "/v1/models/elmo/metadata", 200),
+        ("POST", "/v1/models/elmo:classify", 501),
+        ("POST", "/v2/unknown", 404),
+        ("GET", "/v1/models/elmo/versions/99999999999999999999", 400),
+    ],
+)
+def test_rest_unread_body_is_not_read_as_the_next_request(method, path, status, server):
+    """A body the server answers without reading closes the connection: it is never parsed as
+    the next request (request smuggling)."""
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(SMUGGLED)}\r\n\r\n"
+    ((got, headers, body),) = _exchange(server.rest_port, head.encode() + SMUGGLED)
+    assert got == status and headers["connection"] == "close"
+    assert headers["content-type"] == "application/json"
+    assert b"smuggled" not in body
+
+
+def test_rest_keepalive_goes_on_after_a_body_read_whole(server):
+    """A body read whole leaves the connection usable: the request after it is answered."""
+    body = json.dumps({"instances": ["a b"]}).encode()
+    head = f"POST /v1/models/elmo:predict HTTP/1.1\r\nContent-Length: {len(body)}\r\n\r\n"
+    answers = _exchange(server.rest_port, head.encode() + body + SMUGGLED)
+    assert [status for status, _, _ in answers] == [200, 404]
+    assert b"smuggled" in answers[1][2]
+
+
+@pytest.mark.parametrize(
+    "headers, fragment",
+    [
+        ("Content-Length: 2\r\nContent-Length: 70", "2 Content-Length headers"),
+        ("Content-Length: 2\r\nContent-Length: 2", "2 Content-Length headers"),
+        ("Content-Length: 10, 12", "Content-Length must be a non-negative integer, got '10, 12'"),
+        ("Content-Length : 70", "malformed header line"),
+        ("X-Any: 1\r\n Content-Length: 70", "folded over several lines"),
+        ("Transfer-Encoding: chunked", "not a Transfer-Encoding"),
+    ],
+)
+@pytest.mark.parametrize("method, path", [("POST", "elmo:predict"), ("GET", "elmo")])
+def test_rest_ambiguous_body_length_is_refused(method, path, headers, fragment, server):
+    """Headers two parsers could read differently (where the body ends) are refused and the
+    connection closed; nothing after them is read as a request."""
+    head = f"{method} /v1/models/{path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n\r\n"
+    ((status, answered, body),) = _exchange(server.rest_port, head.encode() + b"{}" + SMUGGLED)
+    assert status == 400 and answered["connection"] == "close"
+    assert fragment in json.loads(body)["error"]
+
+
+REST_ERRORS = {
+    "unknown path": (
+        b"GET /v1/nothing HTTP/1.1\r\n\r\n",
+        404,
+        "Malformed request: GET /v1/nothing",
+    ),
+    "method not served": (
+        b"POST /v1/models/elmo:classify HTTP/1.1\r\n\r\n",
+        501,
+        "'classify' is not served",
+    ),
+    "unknown HTTP method": (
+        b"PUT /v1/models/elmo HTTP/1.1\r\n\r\n",
+        501,
+        "Unsupported method ('PUT')",
+    ),
+    "request line of 70 KB": (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414, "Too Long"),
+    "header line of 70 KB": (
+        b"GET / HTTP/1.1\r\nX: " + b"a" * 70_000 + b"\r\n\r\n",
+        431,
+        "more than 65536 bytes",
+    ),
+    "malformed request line": (b"GET / HTTP/1.1 extra\r\n\r\n", 400, "Bad request version"),
+    # http.server quotes the request line: cut to 200 characters
+    "long malformed request line": (
+        b"GET / HTTP/9" + b"9" * 300 + b"\r\n\r\n",
+        400,
+        "... (330 characters)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(REST_ERRORS))
+def test_rest_errors_are_json(case, server):
+    """Every error, http.server's own included, is a JSON ``{"error": ...}`` of one line."""
+    raw, status, fragment = REST_ERRORS[case]
+    got, headers, body = _exchange(server.rest_port, raw + SMUGGLED)[0]
+    assert got == status and headers["content-type"] == "application/json"
+    error = json.loads(body)["error"]
+    assert fragment in error and "\n" not in error and len(error) < 300, error
+
+
+def test_body_budget_admits_in_turn():
+    budget = BodyBudget(10)
+    first = budget.reserve(6)
+    assert budget.used == 6 and budget.reserve(6, timeout=0) is None  # no room: not admitted
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        large = pool.submit(budget.reserve, 100)  # over the capacity: takes all of it
+        _wait_for(lambda: budget.waiting == 1)
+        small = pool.submit(budget.reserve, 1)  # fits, but waits its turn behind the large one
+        _wait_for(lambda: budget.waiting == 2)
+        assert not large.done() and not small.done()
+        first.release()
+        first.release()  # twice releases once
+        assert large.result(TIMEOUT).size == 10 and budget.used == 10
+        assert not small.done()
+        large.result().release()
+        with small.result(TIMEOUT):
+            assert budget.used == 1
+    assert budget.used == 0 and budget.waiting == 0
+
+
+def _wait_for(condition):
+    deadline = time.monotonic() + TIMEOUT
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_rest_bodies_parse_in_turn_within_the_budget(server, stub, monkeypatch):
+    """With a budget of one body, a second body waits, read but not parsed, until the first
+    has been read into arrays; then both are answered."""
+    budget = BodyBudget(60)
+    monkeypatch.setattr(server._rest, "body_budget", budget)
+    entered, release, parsed = threading.Event(), threading.Event(), []
+    parse = rest_api.parse_json_body
+
+    def gated_parse(data):
+        parsed.append(bytes(data))
+        entered.set()
+        assert release.wait(TIMEOUT)
+        return parse(data)
+
+    monkeypatch.setattr(rest_api, "parse_json_body", gated_parse)
+    bodies = [{"instances": [f"body {i} " + "w" * 40]} for i in range(2)]  # over 60 bytes each
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        try:
+            first = pool.submit(_post, server.rest_port, bodies[0])
+            assert entered.wait(TIMEOUT)
+            second = pool.submit(_post, server.rest_port, bodies[1])
+            _wait_for(lambda: budget.waiting == 1)
+            assert len(parsed) == 1 and b"body 0" in parsed[0]  # the second waits its turn
+        finally:
+            release.set()
+        for future in (first, second):
+            status, answer = future.result(TIMEOUT)
+            assert status == 200 and len(json.loads(answer)["predictions"]) == 1
+    assert len(parsed) == 2 and budget.used == 0
+
+
+def test_rest_large_body_is_parsed_on_the_parse_thread(server, monkeypatch):
+    """A body of LARGE_BODY_BYTES or more is parsed on the server's one parse thread (its
+    large blocks stay in one allocator arena), then answered as any other."""
+    threads, parse = [], rest_api.parse_json_body
+
+    def recording_parse(data):
+        threads.append((len(data), threading.current_thread().name))
+        return parse(data)
+
+    monkeypatch.setattr(rest_api, "parse_json_body", recording_parse)
+    for size in (100, rest_api.LARGE_BODY_BYTES):
+        body = {"instances": ["a b"], "ignored": "x" * size}
+        status, answer = _post(server.rest_port, body)
+        assert status == 200 and len(json.loads(answer)["predictions"]) == 1
+    (small, small_thread), (large, large_thread) = threads
+    assert small < rest_api.LARGE_BODY_BYTES <= large
+    assert not small_thread.startswith("rest-parse") and large_thread.startswith("rest-parse")
+    assert server._rest.body_budget.used == 0
+
+
+LONG = "x" * 100_000
+
+
+def _long_grpc_request(field):
+    """A gRPC call whose ``field`` is a 100 KB string: ``(method name, request)``."""
+    if field == "metadata_field":
+        request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=[LONG])
+        request.model_spec.name = "elmo"
+        return "GetModelMetadata", request
+    request = make_request(["a b"])
+    if field == "output_filter":
+        request.output_filter.append(LONG)
+    elif field == "input name":
+        request.inputs[LONG].CopyFrom(request.inputs["sentences"])
+    else:  # a field of the model_spec
+        setattr(request.model_spec, field, LONG)
+    return "Predict", request
+
+
+@pytest.mark.parametrize(
+    "field, code",
+    [
+        ("metadata_field", "INVALID_ARGUMENT"),
+        ("output_filter", "INVALID_ARGUMENT"),
+        ("input name", "INVALID_ARGUMENT"),
+        ("signature_name", "NOT_FOUND"),
+        ("name", "NOT_FOUND"),
+        ("version_label", "NOT_FOUND"),
+    ],
+)
+def test_long_client_strings_are_clipped_in_errors(field, code, stub):
+    """A 100 KB string the client sent is quoted in the error cut to 100 characters and its
+    length (the status would not fit the HTTP/2 trailers)."""
+    method, request = _long_grpc_request(field)
+    with pytest.raises(grpc.RpcError) as e:
+        getattr(stub, method)(request, timeout=TIMEOUT)
+    assert e.value.code().name == code, e.value.details()
+    assert "x" * 100 + "... (100000 characters)" in e.value.details()
+    assert len(e.value.details()) < 400
     _still_up(stub)
 
 

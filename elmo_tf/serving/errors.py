@@ -1,4 +1,11 @@
-"""``ServingError``: a failed request, with its gRPC status code and its REST status."""
+"""``ServingError``: a failed request, with its gRPC status code and its REST status.
+
+An error message is one line, and every string a client sent that it quotes (a model,
+signature, input or output name, a ``metadata_field``, a URL path) goes through ``clip``: at
+most ``CLIENT_TEXT_CHARS`` characters of it, then ``...`` and its length, with line breaks
+and other unprintable characters escaped. A message is also cut at ``MAX_MESSAGE_CHARS``: a
+gRPC status travels in HTTP/2 trailers, and one of 100 KB breaks the stream.
+"""
 
 from elmo_tf import extras
 
@@ -17,6 +24,19 @@ HTTP_STATUS = {
     grpc.StatusCode.UNAVAILABLE: 503,
     grpc.StatusCode.DEADLINE_EXCEEDED: 504,
 }
+CLIENT_TEXT_CHARS = 100
+MAX_MESSAGE_CHARS = 2000
+
+
+def clip(text, limit=CLIENT_TEXT_CHARS):
+    """A client's string ``text`` as an error message quotes it: on one line (unprintable
+    characters escaped as ``repr`` escapes them), and cut to ``limit`` characters followed by
+    ``... (N characters)`` when it is longer."""
+    text = str(text)
+    shown = text[:limit]
+    if not shown.isprintable():
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
+    return shown if len(text) <= limit else f"{shown}... ({len(text)} characters)"
 
 
 class ServingError(Exception):
@@ -29,6 +49,9 @@ class ServingError(Exception):
     """
 
     def __init__(self, code, message, http_status=None):
+        message = " ".join(str(message).splitlines())
+        if len(message) > MAX_MESSAGE_CHARS:  # a safety net: clip() bounds what clients send
+            message = f"{message[:MAX_MESSAGE_CHARS]}..."
         super().__init__(message)
         self.code = code
         self.message = message
@@ -41,6 +64,10 @@ def invalid_argument(message):
 
 def not_found(message):
     return ServingError(grpc.StatusCode.NOT_FOUND, message)
+
+
+def unavailable(message):
+    return ServingError(grpc.StatusCode.UNAVAILABLE, message)
 
 
 def resource_exhausted(message, http_status=None):

@@ -2,7 +2,8 @@
 (GetModelStatus), on the stock generated servicers of ``tensorflow-serving-api``.
 
 Errors are gRPC statuses: INVALID_ARGUMENT for a malformed request (naming the input),
-NOT_FOUND for an unknown model, version or signature, RESOURCE_EXHAUSTED for a full batch queue
+NOT_FOUND for an unknown model, version or signature (and while no version of the model is
+loaded, as TF Serving answers), RESOURCE_EXHAUSTED for a full batch queue
 (a message over the size limit is refused by gRPC itself with RESOURCE_EXHAUSTED). Classify,
 Regress, MultiInference and HandleReloadConfigRequest answer UNIMPLEMENTED.
 """
@@ -23,7 +24,7 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from elmo_tf.serving.errors import ServingError, invalid_argument
+from elmo_tf.serving.errors import ServingError, clip, invalid_argument
 from elmo_tf.serving.tensors import from_tensor_proto, to_tensor_proto
 
 log = logging.getLogger("serving")
@@ -36,8 +37,8 @@ def model_request(model_spec):
     if model_spec.version_label:
         raise ServingError(
             grpc.StatusCode.NOT_FOUND,
-            f"version label '{model_spec.version_label}' of model '{model_spec.name}' not found "
-            "(this server has no version labels)",
+            f"version label '{clip(model_spec.version_label)}' of model "
+            f"'{clip(model_spec.name)}' not found (this server has no version labels)",
         )
     version = model_spec.version.value if model_spec.HasField("version") else None
     return model_spec.name, version
@@ -93,7 +94,8 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
         for field in request.metadata_field:
             if field != SIGNATURE_DEF_FIELD:
                 raise invalid_argument(
-                    f"metadata_field '{field}' is not supported (only '{SIGNATURE_DEF_FIELD}')"
+                    f"metadata_field '{clip(field)}' is not supported "
+                    f"(only '{SIGNATURE_DEF_FIELD}')"
                 )
         served, signature_defs = self.server.metadata(name, version)
         response = get_model_metadata_pb2.GetModelMetadataResponse()

@@ -1,13 +1,24 @@
-"""The served model: its newest version under a base path, swapped when a newer one appears.
+"""The served model: its newest version under a base path, swapped when the versions change.
 
 TF Serving's layout and default version policy: ``BASE/N/saved_model.pb`` is version N, and the
-highest N is served. ``ModelManager`` polls ``BASE`` every ``poll_seconds``; when the highest
-version changes (a new export, or the served one deleted) it loads that version, warms it up,
-swaps it in, and unloads the old one once its in-flight requests have finished. A version that
-fails to load is reported in the model status (without the server's paths) and retried at
-later polls with exponential backoff (from ``poll_seconds`` up to ``RETRY_MAX_SECONDS``), or at
-once when its directory changes; the old version keeps serving meanwhile. Only names of ASCII
-digits are versions (``"²"`` passes ``str.isdigit()`` but is not a number ``int`` reads).
+highest N is served. A version directory's name is read by ``elmo_tf.export.versions`` (ASCII
+digits whose value fits in int64, leading zeros allowed: ``0007/`` is version 7 and is read
+from ``0007/``); any other name is not a version, and a name of digits beyond int64 is ignored
+with one log line. ``ModelManager`` polls ``BASE`` every ``poll_seconds``:
+
+- when the highest version changes (a new export, or the served one deleted) it loads that
+  version, warms it up, swaps it in, and unloads the old one once its in-flight requests have
+  finished;
+- a removed version is unloaded (its status goes to END) even when no other version can take
+  its place: when no version is left, the model is unavailable (requests answer NOT_FOUND, as
+  TF Serving's do) until a version is exported again;
+- versions are immutable, as in TF Serving: a different model copied in under the number
+  already served is not reloaded; export it as a new version.
+
+A version that fails to load is reported in the model status (without the server's paths) and
+retried at later polls with exponential backoff (from ``poll_seconds`` up to
+``RETRY_MAX_SECONDS``), or at once when its directory changes; the old version keeps serving
+meanwhile, unless it was removed.
 """
 
 from elmo_tf import extras
@@ -28,7 +39,14 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus
 
-from elmo_tf.serving.errors import ServingError, invalid_argument, not_found, resource_exhausted
+from elmo_tf.export.versions import MAX_VERSION, versions_in
+from elmo_tf.serving.errors import (
+    ServingError,
+    clip,
+    invalid_argument,
+    not_found,
+    resource_exhausted,
+)
 from elmo_tf.serving.request_batching import CLIENT_GONE, Batcher
 from elmo_tf.serving.signature import SignatureSpec, is_string
 
@@ -74,7 +92,7 @@ class Servable:
         spec = self.specs.get(key)
         if spec is None:
             raise not_found(
-                f"signature '{key}' not found in model '{self.name}' version {self.version} "
+                f"signature '{clip(key)}' not found in model '{self.name}' version {self.version} "
                 f"(signatures: {', '.join(sorted(self.specs))})"
             )
         return spec
@@ -176,6 +194,8 @@ class ModelManager:
         self._current = None
         self._states = {}  # version -> (State, error message)
         self._failed = {}  # version -> (directory mtime, time of the next try, backoff seconds)
+        self._ignored = set()  # names of digits beyond int64, logged once each
+        self._empty_logged = False  # "no version" is logged once, not at every poll
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._poller = None
@@ -199,44 +219,72 @@ class ModelManager:
             current, self._current = self._current, None
         if current is not None:
             self._retire(current, timeout)
-        for thread in self._unloaders:
+        for thread in list(self._unloaders):
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
-    def versions_on_disk(self):
-        """Version numbers with a ``saved_model.pb`` under the base path, ascending."""
+    def version_directories(self):
+        """``{version: directory name}`` of the versions with a ``saved_model.pb`` under the
+        base path (``elmo_tf.export.versions`` reads the names)."""
         try:
             names = os.listdir(self.base_path)
         except FileNotFoundError:
-            return []
-        return sorted(
-            int(n)
-            for n in names
-            if n.isascii()  # "²".isdigit() is true, and int("²") fails
-            and n.isdigit()
-            and os.path.isfile(os.path.join(self.base_path, n, "saved_model.pb"))
+            return {}
+        for name in names:
+            if name.isascii() and name.isdigit() and int(name) > MAX_VERSION:
+                if name not in self._ignored:
+                    self._ignored.add(name)
+                    log.warning(
+                        "ignoring %s: not a version, which must be at most 2**63 - 1 (int64)",
+                        os.path.join(self.base_path, name),
+                    )
+        return versions_in(
+            n for n in names if os.path.isfile(os.path.join(self.base_path, n, "saved_model.pb"))
         )
 
+    def versions_on_disk(self):
+        """Version numbers with a ``saved_model.pb`` under the base path, ascending."""
+        return sorted(self.version_directories())
+
     def poll(self):
-        """Loads and swaps in the highest version on disk if it is not the one served."""
-        versions = self.versions_on_disk()
+        """Serves the highest version on disk: loads and swaps it in if it is not the one
+        served; unloads the served version if its directory is gone and nothing replaces it."""
+        directories = self.version_directories()
         current = self._current
-        if not versions:
-            if current is None:
+        if not directories:
+            if current is not None:
+                self._withdraw(current)
+            elif not self._empty_logged:
                 log.warning("no version of model '%s' under %s yet", self.name, self.base_path)
+            self._empty_logged = True
             return
-        target = versions[-1]
+        self._empty_logged = False
+        target = max(directories)
         if current is not None and current.version == target:
+            return  # versions are immutable: what is under the same number is not reloaded
+        servable = self._load(target, os.path.join(self.base_path, directories[target]))
+        if servable is None:  # failed, or backing off: the old version serves if it is there
+            if current is not None and current.version not in directories:
+                self._withdraw(current)
             return
-        path = os.path.join(self.base_path, str(target))
+        with self._lock:
+            old, self._current = self._current, servable
+            self._states[target] = (State.AVAILABLE, "")
+        log.info("serving model '%s' version %d", self.name, target)
+        if old is not None:
+            self._retire(old)
+
+    def _load(self, version, path):
+        """The warmed-up ``Servable`` of ``version`` at ``path``, or ``None`` if it failed to
+        load (reported in the status, retried with backoff) or is still backing off."""
         mtime = os.stat(path).st_mtime
-        failed = self._failed.get(target)
+        failed = self._failed.get(version)
         if failed is not None and failed[0] == mtime and time.monotonic() < failed[1]:
-            return  # backing off; a changed directory is tried at once
-        self._set_state(target, State.LOADING)
-        log.info("loading model '%s' version %d from %s", self.name, target, path)
+            return None  # backing off; a changed directory is tried at once
+        self._set_state(version, State.LOADING)
+        log.info("loading model '%s' version %d from %s", self.name, version, path)
         servable = None
         try:
-            servable = Servable(self.name, target, path, self.batching)
+            servable = Servable(self.name, version, path, self.batching)
             servable.warm_up()
         except Exception as e:  # noqa: BLE001 - any load failure leaves the old version serving
             if servable is not None:
@@ -245,33 +293,53 @@ class ModelManager:
                 backoff = max(1.0, self.poll_seconds)
             else:
                 backoff = min(RETRY_MAX_SECONDS, 2 * failed[2])
-            self._failed[target] = (mtime, time.monotonic() + backoff, backoff)
+            self._failed[version] = (mtime, time.monotonic() + backoff, backoff)
             message = self._without_paths(_first_line(str(e)))
-            self._set_state(target, State.END, f"failed to load: {message}")
+            self._set_state(version, State.END, f"failed to load: {message}")
             log.error(
                 "model '%s' version %d failed to load (retrying in %.0f s): %s",
                 self.name,
-                target,
+                version,
                 backoff,
                 e,
             )
-            return
-        self._failed.pop(target, None)
+            return None
+        self._failed.pop(version, None)
+        return servable
+
+    def _withdraw(self, current):
+        """Unloads ``current``, whose directory is gone, leaving no version served."""
         with self._lock:
-            old, self._current = self._current, servable
-            self._states[target] = (State.AVAILABLE, "")
-        log.info("serving model '%s' version %d", self.name, target)
-        if old is not None:
-            self._retire(old)
+            if self._current is current:
+                self._current = None
+        log.warning(
+            "model '%s' version %d was removed from %s and no other version loads: the model "
+            "is unavailable until a version is exported",
+            self.name,
+            current.version,
+            self.base_path,
+        )
+        self._retire(current)
 
     @contextlib.contextmanager
     def servable(self, version=None):
-        """The served ``Servable`` (held until the block ends); NOT_FOUND unless it matches."""
+        """The served ``Servable`` (held until the block ends); NOT_FOUND unless it matches.
+
+        With no version loaded (none exported yet, none that loads, or the last one removed)
+        this is NOT_FOUND, not UNAVAILABLE: TF Serving answers "Servable not found for
+        request" then, so a client written for it sees the same code; and nothing changes by
+        retrying until a version is exported.
+        """
         with self._lock:
             current = self._current
             if current is None or (version is not None and version != current.version):
                 wanted = "Latest" if version is None else f"Specific({self.name}, {version})"
-                raise not_found(f"Servable not found for request: {wanted} of model '{self.name}'")
+                reason = ""
+                if current is None:
+                    reason = ": no version of it is loaded (see its status)"
+                raise not_found(
+                    f"Servable not found for request: {wanted} of model '{self.name}'{reason}"
+                )
             # Counted before the lock is released, so a swap cannot unload it under the request.
             current.acquire()
         try:
@@ -303,11 +371,14 @@ class ModelManager:
 
         def unload():
             servable.unload(timeout)
-            self._set_state(servable.version, State.END)
+            with self._lock:
+                current = self._current
+                if current is None or current.version != servable.version:  # not loaded again
+                    self._states[servable.version] = (State.END, "")
             log.info("unloaded model '%s' version %d", self.name, servable.version)
 
         thread = threading.Thread(target=unload, name=f"unload-{servable.version}", daemon=True)
-        self._unloaders.append(thread)
+        self._unloaders = [t for t in self._unloaders if t.is_alive()] + [thread]
         thread.start()
 
     def _set_state(self, version, state, message=""):

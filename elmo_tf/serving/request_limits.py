@@ -11,10 +11,15 @@ A request over a limit fails with RESOURCE_EXHAUSTED (REST 413) and a message na
 and the server option that raises it (``max_request_rows``: ``elmo-tf serve
 --max-request-rows``); it would fail again if retried, so it is not a "retry later" (HTTP 429)
 answer.
+
+Limits across requests: ``BodyBudget`` bounds the bytes of request bodies that are parsed at
+once (a JSON body parses into Python objects many times its size).
 """
 
+import collections
 import dataclasses
 import math
+import threading
 
 DEFAULT_MAX_REQUEST_ROWS = 2048
 DEFAULT_MAX_TOKENS_PER_ROW = 1024
@@ -107,3 +112,85 @@ def _over(what, name, limits):
         f"{what}, over the limit of {getattr(limits, name)} ({name}); send a smaller request",
         http_status=413,
     )
+
+
+class BodyBudget:
+    """How many bytes of request bodies are parsed at once, across requests.
+
+    A request reserves the size of its body before parsing it and releases it once its inputs
+    are read into arrays; it waits meanwhile until there is room, in turn (first come, first
+    served, so a large body is not passed over forever by small ones). A body larger than
+    ``capacity`` reserves all of it: it waits for the others, then parses alone.
+
+    >>> budget = BodyBudget(100)
+    >>> with budget.reserve(60):
+    ...     budget.used
+    60
+
+    Args:
+        capacity: bytes of bodies parsed at once.
+    """
+
+    def __init__(self, capacity):
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
+        self.capacity = capacity
+        self.used = 0
+        self._queue = collections.deque()  # the reservations waiting, in order of arrival
+        self._room = threading.Condition()
+
+    @property
+    def waiting(self):
+        """How many reservations wait for room."""
+        with self._room:
+            return len(self._queue)
+
+    def reserve(self, size, timeout=None):
+        """A ``Reservation`` of ``size`` bytes (at most ``capacity``) once there is room, or
+        ``None`` if there was none within ``timeout`` seconds."""
+        reservation = Reservation(self, min(size, self.capacity))
+        with self._room:
+            self._queue.append(reservation)
+            try:
+                admitted = self._room.wait_for(
+                    lambda: (
+                        self._queue[0] is reservation
+                        and self.used + reservation.size <= self.capacity
+                    ),
+                    timeout,
+                )
+            finally:
+                self._queue.remove(reservation)
+                self._room.notify_all()  # the next in line may fit now
+            if not admitted:
+                return None
+            self.used += reservation.size
+        return reservation
+
+    def _release(self, size):
+        with self._room:
+            self.used -= size
+            self._room.notify_all()
+
+
+class Reservation:
+    """Bytes held in a ``BodyBudget`` until ``release()`` (or the end of a ``with`` block);
+    releasing twice releases once (``release()`` is true the first time only)."""
+
+    def __init__(self, budget, size):
+        self.budget = budget
+        self.size = size
+        self._held = True
+
+    def release(self):
+        if not self._held:
+            return False
+        self._held = False
+        self.budget._release(self.size)
+        return True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()

@@ -14,26 +14,40 @@ The body may name ``"signature_name"`` (default ``serving_default``). Strings ar
 or ``{"b64": "..."}``. In the row form a signature with one input takes the values themselves
 (``{"instances": ["a sentence", ...]}``), one with several takes objects (``{"instances":
 [{"tokens": [...], "sequence_len": 2}, ...]}``). Errors answer ``{"error": "..."}`` with 400
-(bad request), 404 (unknown model, version or signature), 413 (body or request over a limit),
-429 (batch queue full). The answers are those of the gRPC API, converted the way TF Serving does.
+(bad request, or a URL version beyond int64), 404 (unknown model, version or signature, or no
+version loaded), 413 (body or request over a limit), 429 (batch queue full), 503 (no room to
+parse the body within the timeout). The answers are those of the gRPC API, converted the way TF
+Serving does.
 
 Connections: HTTP/1.1 with keep-alive; a listen backlog of ``REQUEST_QUEUE_SIZE``; a connection
 idle, or slow to send its request, for ``timeout`` seconds is closed, so a slow client cannot
 hold a thread. A client that closes its connection while its request waits is not computed
 (the batcher asks before each chunk, as for a cancelled gRPC call).
-A POST needs a ``Content-Length`` (400 if it is missing, negative or not a
-number); a body over the limit is answered 413 without being parsed (also on ``Expect:
-100-continue``), and the connection closed after a lingering close: what the client still sends
-is read and dropped, for at most ``LINGER_SECONDS`` and ``LINGER_BYTES``, so that a client
-still writing its body reads the 413 instead of a connection reset. JSON nested too deep for
-the parser or holding an integer of more than 4300 digits is a 400. ``stop`` closes idle
-connections at once and the others when their request is answered or the grace period ends.
+
+Bodies: a POST needs a ``Content-Length`` (400 if it is missing, negative or not a number).
+A request whose body's end two HTTP parsers could read differently is refused (400, connection
+closed), so that no part of a body is ever read as the next request (request smuggling): two
+``Content-Length`` headers, a list (``10, 12``), a ``Transfer-Encoding``, a header line that is
+not ``Name: value`` (http.server would silently drop it and the headers after it) or one folded
+over several lines. Every answer either follows a body read whole, or closes the connection:
+a body the server does not read (over the limit, also on ``Expect: 100-continue``; sent with a
+GET, to an unknown path, or to a method not served) is answered, then the connection closed
+after a lingering close: what the client still sends is read and dropped, for at most
+``LINGER_SECONDS`` and ``LINGER_BYTES``, so that a client still writing its body reads the
+answer instead of a connection reset. At most ``PARSE_BUDGET_BYTES`` of bodies are parsed at
+once, across connections (``BodyBudget``); the others wait their turn after reading their body.
+JSON nested too deep for the parser or holding an integer of more than 4300 digits is a 400.
+Errors http.server answers itself (a malformed request line 400, 414, 431, an unknown method
+501) are ``{"error": "..."}`` too, and close the connection. ``stop`` closes idle connections at
+once and the others when their request is answered or the grace period ends.
 """
 
 from elmo_tf import extras
 
 extras.require("serving", __name__)
 
+import concurrent.futures
+import ctypes
 import http.server
 import json
 import logging
@@ -49,18 +63,44 @@ from tensorflow_serving.apis import (
     get_model_status_pb2,
 )
 
-from elmo_tf.serving.errors import ServingError, invalid_argument, resource_exhausted
+from elmo_tf.export.versions import parse_version
+from elmo_tf.serving.errors import (
+    ServingError,
+    clip,
+    invalid_argument,
+    resource_exhausted,
+    unavailable,
+)
+from elmo_tf.serving.request_limits import BodyBudget
 from elmo_tf.serving.tensors import from_json, to_json
 
 log = logging.getLogger("serving")
 
-_MODEL = r"/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>\d+))?"
+_MODEL = r"/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>[0-9]+))?"
 GET_PATH = re.compile(_MODEL + r"(?P<metadata>/metadata)?/?")
 POST_PATH = re.compile(_MODEL + r":(?P<method>[a-z]+)")
 REQUEST_QUEUE_SIZE = 1024  # listen backlog: bursts of new connections wait instead of failing
 # A refused body is drained (read and dropped) for at most this long and this much.
 LINGER_SECONDS = 10.0
 LINGER_BYTES = 64 * 1024 * 1024
+# Bytes of bodies parsed (and read into arrays) at once, across connections. JSON parses into
+# Python objects up to ~25 times its size: 16 MiB of "[]," are 5.6 million lists, ~450 MB
+# (benchmarks/rest_body_memory.py). At the default max_request_bytes (16 MiB) one body at the
+# limit parses alone while many small ones parse side by side; a body over it (a larger
+# --max-request-bytes) waits for the others and parses alone. A constant, not a ServerOptions
+# field: it bounds the server's memory whatever one request may be.
+PARSE_BUDGET_BYTES = 16 * 1024 * 1024
+# A body of this size or more is parsed on the server's one parse thread, and once its
+# objects are freed, malloc_trim gives the freed memory back to the system. glibc keeps large
+# blocks freed by a thread in that thread's arena (one per connection thread, up to 8 per
+# core), so each round of large bodies grew the server: 3 rounds of 8 bodies of "ab" strings
+# at the limit peaked at +820 MB, +520 with the parse thread alone, +400 with both
+# (benchmarks/rest_body_memory.py). Parsing holds the GIL, so one thread parses as fast.
+LARGE_BODY_BYTES = 1024 * 1024
+try:
+    _malloc_trim = ctypes.CDLL(None).malloc_trim  # glibc only
+except (AttributeError, OSError, TypeError):
+    _malloc_trim = None
 
 
 class RestHandler(http.server.BaseHTTPRequestHandler):
@@ -68,6 +108,9 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
 
     server_version = "elmo-tf-serving"
     protocol_version = "HTTP/1.1"  # keep-alive; every answer has a Content-Length
+    # The version of a request whose request line is malformed: with http.server's "HTTP/0.9"
+    # its 400 would go out as a bare body, without a status line or headers.
+    default_request_version = "HTTP/1.0"
     # An answer is written as headers, then body: without TCP_NODELAY, Nagle's algorithm holds
     # the body until the client's delayed ACK of the headers (~40 ms on Linux) on every
     # keep-alive request (benchmarks/rest_frontends.py).
@@ -76,6 +119,9 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
     def setup(self):
         self.timeout = self.server.timeout_seconds  # socket timeout: idle and slow clients
         self.body_refused = False  # a body left unread: drain it before closing
+        self.body_length = None  # of the request being answered, once its headers are read
+        self.body_read = False
+        self.parse_reservation = None  # room its body holds in the server's BodyBudget
         super().setup()
         self.server.track(self, busy=False)
 
@@ -110,6 +156,7 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
             pass
 
     def handle_one_request(self):
+        self.body_length, self.body_read, self.parse_reservation = None, False, None
         try:
             super().handle_one_request()
         except (TimeoutError, ConnectionError):  # a slow or vanished client: drop it
@@ -120,30 +167,56 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
 
     def parse_request(self):
         self.server.track(self, busy=True)  # a request line arrived: in flight until answered
-        return super().parse_request()
+        return super().parse_request() and self._check_framing()
+
+    def _check_framing(self):
+        """Reads the body's length (``body_length``, 0 for none) from the headers; refuses
+        (400, closing the connection) headers that leave the body's end in doubt."""
+        if self.body_length is None:
+            length = _body_length(self.headers)
+            if isinstance(length, str):
+                self.send_error(400, length)
+                return False
+            self.body_length = length
+        return True
 
     def handle_expect_100(self):
         """Refuses a body over the limit before the client sends it."""
-        length = _content_length(self.headers)
-        if isinstance(length, int) and length > self.server.max_request_bytes:
-            self.close_connection = True
-            self.body_refused = True  # in case the client sends it anyway
-            self._send(413, {"error": _too_large(length, self.server.max_request_bytes)})
+        if not self._check_framing():
+            return False
+        limit = self.server.max_request_bytes
+        if self.body_length > limit:
+            self._send(413, {"error": _too_large(self.body_length, limit)})  # closes: unread
             return False
         return super().handle_expect_100()
+
+    def send_error(self, code, message=None, explain=None):
+        """Errors http.server answers itself (a malformed request line or header, 414, 431,
+        an unknown method 501) as ``{"error": ...}``, like every other answer. The connection
+        closes, as http.server closes it, after a lingering close (what is left of the request
+        is unread)."""
+        short, long = self.responses.get(code, ("Error", ""))
+        if message is None:
+            message = f"{short}: {long}" if long else short
+        elif explain is not None:
+            message = f"{message} ({explain})"
+        self.log_error("code %d, message %s", code, message)
+        self.close_connection = True
+        self.body_refused = True
+        self._send(code, {"error": clip(message, 200)})
 
     def do_GET(self):  # noqa: N802 - http.server's method name
         match = GET_PATH.fullmatch(self.path.split("?")[0])
         if match is None:
-            return self._send(404, {"error": f"Malformed request: GET {self.path}"})
+            return self._send(404, {"error": f"Malformed request: GET {clip(self.path)}"})
         self._answer(self._metadata if match["metadata"] else self._status, match)
 
     def do_POST(self):  # noqa: N802
         match = POST_PATH.fullmatch(self.path.split("?")[0])
         if match is None:
-            return self._send(404, {"error": f"Malformed request: POST {self.path}"})
+            return self._send(404, {"error": f"Malformed request: POST {clip(self.path)}"})
         if match["method"] != "predict":
-            return self._send(501, {"error": f"method '{match['method']}' is not served"})
+            return self._send(501, {"error": f"method '{clip(match['method'])}' is not served"})
         self._answer(self._predict, match)
 
     def log_message(self, format, *args):  # noqa: A002 - http.server's signature
@@ -162,8 +235,14 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
             self._send(500, {"error": "internal error; see the server log"})
         else:
             self._send(200, answer)
+        finally:
+            _release_parse_budget(self)
 
     def _send(self, status, body):
+        if self.body_length and not self.body_read:
+            # What the client sends of the unread body must not be read as the next request.
+            self.close_connection = True
+            self.body_refused = True
         data = json.dumps(body).encode("utf-8")
         try:
             self.send_response(status)
@@ -207,23 +286,32 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
         }
 
     def _predict(self, name, version):
-        body = self._read_json()
-        signature = body.get("signature_name") or "serving_default"
-        if not isinstance(signature, str):
-            raise invalid_argument("'signature_name' must be a string")
-        if ("instances" in body) == ("inputs" in body):
-            raise invalid_argument("the body must hold exactly one of 'instances' or 'inputs'")
-        row_format = "instances" in body
+        body = self._read_json()  # holds room in the parse budget until the inputs are read
+        try:
+            signature, row_format, payload = _predict_body(body)
+        except ServingError as e:
+            error = _bare(e)
+        else:
+            error = None
+        del body  # only the payload is needed now
+        if error is not None:
+            raise error
+        held = [payload]
+        del payload
         reader = _row_inputs if row_format else _columnar_inputs
-        payload = body["instances" if row_format else "inputs"]
         limits = self.server.model_server.limits
+
+        def read_inputs(spec):
+            try:
+                return reader(held.pop(), spec, limits)
+            except ServingError as e:
+                error = _bare(e)
+            finally:  # the JSON objects are freed by now; the arrays are small
+                _release_parse_budget(self)
+            raise error
+
         _, outputs = self.server.model_server.predict(
-            name,
-            version,
-            signature,
-            lambda spec: reader(payload, spec, limits),
-            [],
-            alive=self._client_connected,
+            name, version, signature, read_inputs, [], alive=self._client_connected
         )
         values = {alias: to_json(value) for alias, value in outputs.items()}
         if not row_format:
@@ -249,31 +337,52 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
             return False
 
     def _read_json(self):
-        length = _content_length(self.headers)
-        if not isinstance(length, int):
-            self.close_connection = True  # the body's end is unknown: the connection is unusable
+        """The parsed body of a POST. Parsing waits for room in the server's ``BodyBudget``
+        (the body's bytes are in memory already, its Python objects, many times larger, are
+        not yet); the room is held in ``parse_reservation`` until the inputs are read."""
+        data = self._read_post_body()
+        reservation = self.server.body_budget.reserve(len(data), self.server.timeout_seconds)
+        if reservation is None:
+            raise unavailable("the server is busy parsing other large requests; retry later")
+        self.parse_reservation = reservation
+        try:
+            if len(data) < LARGE_BODY_BYTES:
+                return parse_json_body(data)
+            return self.server.parser.submit(parse_json_body, data).result()
+        except ServingError as e:
+            error = _bare(e)
+        del data
+        _release_parse_budget(self)
+        raise error
+
+    def _read_post_body(self):
+        """The body of a POST (a ``bytearray``); 400 without a ``Content-Length``, 413 over
+        ``max_request_bytes`` (not read, and the connection closed)."""
+        if self.headers.get("Content-Length") is None:
+            self.close_connection = True  # a body may follow, of unknown length
             self.body_refused = True
-            raise invalid_argument(length)
+            raise invalid_argument("a POST needs a Content-Length header")
         limit = self.server.max_request_bytes
-        if length > limit:
-            self.close_connection = True  # the body is not read
-            self.body_refused = True
-            raise resource_exhausted(_too_large(length, limit), http_status=413)
-        return parse_json_body(self._read_body(length))
+        if self.body_length > limit:
+            raise resource_exhausted(_too_large(self.body_length, limit), http_status=413)
+        return self._read_body(self.body_length)
 
     def _read_body(self, length):
-        """``length`` bytes of body, within ``timeout`` seconds in all (not per read)."""
+        """``length`` bytes of body, within ``timeout`` seconds in all (not per read), into one
+        buffer (no second copy from joining pieces)."""
         deadline = time.monotonic() + self.server.timeout_seconds
-        parts, left = [], length
-        while left > 0:
-            if time.monotonic() > deadline:
-                raise TimeoutError("the client is sending its body too slowly")
-            chunk = self.rfile.read1(min(left, 1 << 16))
-            if not chunk:
-                raise ConnectionError("the client closed the connection mid-body")
-            parts.append(chunk)
-            left -= len(chunk)
-        return b"".join(parts)
+        body = bytearray(length)
+        got = 0
+        with memoryview(body) as view:
+            while got < length:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the client is sending its body too slowly")
+                count = self.rfile.readinto1(view[got:])
+                if not count:
+                    raise ConnectionError("the client closed the connection mid-body")
+                got += count
+        self.body_read = True
+        return body
 
 
 class RestServer(http.server.ThreadingHTTPServer):
@@ -284,6 +393,7 @@ class RestServer(http.server.ThreadingHTTPServer):
 
     Args:
         timeout: seconds a connection may be idle, or take to send one request.
+        parse_budget: bytes of bodies parsed at once (``BodyBudget``).
     """
 
     daemon_threads = True  # stop() does the waiting, bounded by its deadline
@@ -291,13 +401,23 @@ class RestServer(http.server.ThreadingHTTPServer):
     request_queue_size = REQUEST_QUEUE_SIZE
 
     def __init__(
-        self, address, model_server, prediction_service, model_service, max_bytes, timeout=30.0
+        self,
+        address,
+        model_server,
+        prediction_service,
+        model_service,
+        max_bytes,
+        timeout=30.0,
+        parse_budget=PARSE_BUDGET_BYTES,
     ):
         self.model_server = model_server
         self.prediction_service = prediction_service
         self.model_service = model_service
         self.max_request_bytes = max_bytes
         self.timeout_seconds = timeout
+        self.body_budget = BodyBudget(parse_budget)
+        # Large bodies are parsed here (LARGE_BODY_BYTES).
+        self.parser = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rest-parse")
         self.stopping = False
         self._connections = {}  # handler -> whether a request is in flight
         self._lock = threading.Condition()
@@ -332,6 +452,7 @@ class RestServer(http.server.ThreadingHTTPServer):
                         _close(handler.connection)
             for handler in self._connections:
                 _close(handler.connection)
+        self.parser.shutdown(wait=False)  # after the requests in flight: they may need it
 
 
 def _close(sock):
@@ -356,16 +477,23 @@ def parse_json_body(data):
     return body
 
 
-def _content_length(headers):
-    """The ``Content-Length`` of a request as an int, else the error message (a str)."""
-    if headers.get("Transfer-Encoding"):
+def _body_length(headers):
+    """The length of a request's body (0 if it declares none), else why its end is in doubt
+    (a str): each is a way for two HTTP parsers to disagree on where the next request starts."""
+    if headers.defects:  # a line that is not "Name: value"; it and the lines after are dropped
+        return "malformed header line: each must be 'Name: value', with no space before ':'"
+    if any("\n" in value for value in headers.values()):  # obs-fold (RFC 9112, 5.2)
+        return "a header is folded over several lines; send each header on one line"
+    if headers.get("Transfer-Encoding") is not None:
         return "send the body with a Content-Length, not a Transfer-Encoding"
-    value = headers.get("Content-Length")
-    if value is None:
-        return "a POST needs a Content-Length header"
-    value = value.strip()
+    values = headers.get_all("Content-Length") or []
+    if len(values) > 1:
+        return f"the request has {len(values)} Content-Length headers; send one"
+    if not values:
+        return 0
+    value = values[0].strip()
     if not value.isascii() or not value.isdigit() or len(value) > 18:
-        return f"Content-Length must be a non-negative integer, got {value[:20]!r}"
+        return f"Content-Length must be a non-negative integer, got '{clip(value, 20)}'"
     return int(value)
 
 
@@ -374,7 +502,43 @@ def _too_large(length, limit):
 
 
 def _version(match):
-    return None if match["version"] is None else int(match["version"])
+    """The version a URL names (``None`` for the newest); 400 for one beyond int64."""
+    text = match["version"]
+    if text is None:
+        return None
+    version = parse_version(text)
+    if version is None:
+        raise invalid_argument(
+            f"version '{clip(text)}' in the URL is not a version: at most 2**63 - 1 (int64)"
+        )
+    return version
+
+
+def _release_parse_budget(handler):
+    """Releases the room ``handler``'s body holds in the parse budget, if it holds any (a
+    front end that runs ``RestHandler._predict`` on a stand-in handler has no budget:
+    benchmarks/rest_frontends.py)."""
+    reservation = getattr(handler, "parse_reservation", None)
+    released = reservation is not None and reservation.release()
+    if released and reservation.size >= LARGE_BODY_BYTES and _malloc_trim is not None:
+        _malloc_trim(0)
+
+
+def _bare(error):
+    """``error`` again, without the traceback and context whose frames hold the parsed body:
+    raised in its place, it lets the body's objects go before the parse budget is released."""
+    return ServingError(error.code, error.message, error.http_status)
+
+
+def _predict_body(body):
+    """``(signature name, row format?, payload)`` of a parsed ``:predict`` body."""
+    signature = body.get("signature_name") or "serving_default"
+    if not isinstance(signature, str):
+        raise invalid_argument("'signature_name' must be a string")
+    if ("instances" in body) == ("inputs" in body):
+        raise invalid_argument("the body must hold exactly one of 'instances' or 'inputs'")
+    row_format = "instances" in body
+    return signature, row_format, body["instances" if row_format else "inputs"]
 
 
 def _set_model_spec(model_spec, name, version):

@@ -18,7 +18,7 @@ import grpc
 
 from elmo_tf.errors import ListenError
 from elmo_tf.serving import grpc_api
-from elmo_tf.serving.errors import not_found
+from elmo_tf.serving.errors import clip, not_found
 from elmo_tf.serving.model_manager import ModelManager
 from elmo_tf.serving.options import BatchingOptions, ServerOptions  # noqa: F401 (re-exported)
 from elmo_tf.serving.rest_api import RestServer
@@ -157,8 +157,8 @@ class ModelServer:
 
     def _check_name(self, name, version):
         if name != self.options.model_name:
-            wanted = "Latest" if version is None else f"Specific({name}, {version})"
-            raise not_found(f"Servable not found for request: {wanted}: no model '{name}'")
+            wanted = "Latest" if version is None else f"Specific({clip(name)}, {version})"
+            raise not_found(f"Servable not found for request: {wanted}: no model '{clip(name)}'")
 
 
 def _cannot_listen(host, port, what, option):

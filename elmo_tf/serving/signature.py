@@ -17,7 +17,7 @@ import dataclasses
 from tensorflow.core.framework import types_pb2
 
 from elmo_tf.characters import NUM_CHAR_IDS, split_tokens
-from elmo_tf.serving.errors import invalid_argument
+from elmo_tf.serving.errors import clip, invalid_argument
 from elmo_tf.serving.tensors import dtype_name
 
 
@@ -78,7 +78,7 @@ class SignatureSpec:
         unknown = [a for a in output_filter if a not in self.outputs]
         if unknown:
             raise invalid_argument(
-                f"output '{unknown[0]}' is not an output of signature '{self.name}' "
+                f"output '{clip(unknown[0])}' is not an output of signature '{self.name}' "
                 f"(outputs: {', '.join(sorted(self.outputs))})"
             )
         return list(dict.fromkeys(output_filter)) or sorted(self.outputs)
@@ -88,7 +88,7 @@ class SignatureSpec:
         for alias in aliases:
             if alias not in self.inputs:
                 raise invalid_argument(
-                    f"input '{alias}' is not an input of signature '{self.name}' "
+                    f"input '{clip(alias)}' is not an input of signature '{self.name}' "
                     f"(inputs: {self._expected()})"
                 )
         for alias in self.inputs:
