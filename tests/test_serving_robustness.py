@@ -233,11 +233,23 @@ def _post(port, body, headers=None):
 
 
 REST_CASES = {
-    "deeply nested JSON": (
+    "deeply nested JSON": (  # refused from its bytes, before the parser recurses
         b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
         {},
-        400,
-        "nested too deeply",
+        413,
+        "the body holds 100,001 JSON arrays and objects, more than the",
+    ),
+    "a body of short strings (20 times its size once parsed)": (
+        b'{"instances": [' + b'"ab",' * 20_000 + b'"ab"]}',
+        {},
+        413,
+        "the body holds 20,002 JSON strings, more than the 224",
+    ),
+    "a body of empty lists (30 times its size once parsed)": (
+        b'{"instances": [' + b"[]," * 20_000 + b"[]]}",
+        {},
+        413,
+        "JSON arrays and objects, more than the 144 a request of at most max_request_tokens",
     ),
     "a huge integer": (
         b'{"inputs": {"char_ids": ' + b"9" * 5000 + b"}}",

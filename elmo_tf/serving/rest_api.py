@@ -341,6 +341,7 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
         (the body's bytes are in memory already, its Python objects, many times larger, are
         not yet); the room is held in ``parse_reservation`` until the inputs are read."""
         data = self._read_post_body()
+        _check_structure(data, self.server.model_server.limits)
         reservation = self.server.body_budget.reserve(len(data), self.server.timeout_seconds)
         if reservation is None:
             raise unavailable("the server is busy parsing other large requests; retry later")
@@ -460,6 +461,29 @@ def _close(sock):
         sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked reading it
     except OSError:
         pass
+
+
+def _check_structure(data, limits):
+    """413 for a body holding more JSON arrays, objects or strings than any request within
+    ``limits`` needs, counted in its bytes before it is parsed: each costs a Python object, so
+    a body of empty lists (``[[],[],...]``) or short strings parses to 20-30 times its size.
+    A request needs an array or object per row and per token at most (``char_ids`` rows,
+    ``{"b64": ...}`` tokens), two strings per token or row (a key and its value), and a few
+    around them; a bracket or an escaped quote inside a string counts too, which can only
+    overcount."""
+    tokens, rows = limits.max_request_tokens, limits.max_request_rows
+    counts = {
+        "JSON arrays and objects": (data.count(b"[") + data.count(b"{"), tokens + rows + 64),
+        "JSON strings": (data.count(b'"') // 2, 2 * (tokens + rows) + 64),
+    }
+    for what, (count, most) in counts.items():
+        if count > most:
+            raise resource_exhausted(
+                f"the body holds {count:,} {what}, more than the {most:,} a request of at most "
+                f"max_request_tokens ({tokens:,}) tokens and max_request_rows ({rows:,}) rows "
+                "needs; send a smaller request",
+                http_status=413,
+            )
 
 
 def parse_json_body(data):
