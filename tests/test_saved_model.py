@@ -8,7 +8,6 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import _installed
 from numerics import assert_reordered, assert_reordered_dict, assert_same
 
 import elmo_tf
@@ -281,41 +280,6 @@ def test_a_keras_config_never_loads_a_saved_model_it_names(exported, tmp_path, m
             keras.models.load_model(tmp_path / "crafted.keras", safe_mode=safe_mode)
     assert loaded == []
     keras.models.load_model(tmp_path / "good.keras")  # the file as saved still loads
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not _installed("tensorflow_hub", "tf_keras"), reason="needs the [hub] extra")
-def test_hub_keras_layer_fine_tunes_with_tf_keras(exported):
-    """hub.KerasLayer (Keras 2 / tf_keras) in a small classifier; its mix weights change."""
-    _, path = exported
-    script = f"""
-import numpy as np, tensorflow as tf, tf_keras, tensorflow_hub as hub
-texts = np.array(["good fine great", "bad awful", "great good", "awful bad bad"] * 4)
-labels = np.array([1, 0, 1, 0] * 4)
-elmo = hub.KerasLayer({path!r}, trainable=True)  # the default output, as TF Hub elmo/3
-model = tf_keras.Sequential([
-    tf_keras.layers.InputLayer(input_shape=[], dtype=tf.string),
-    elmo,
-    tf_keras.layers.Dense(2, activation="softmax"),
-])
-model.compile(optimizer=tf_keras.optimizers.Adam(0.05), loss="sparse_categorical_crossentropy")
-before = [v.numpy().copy() for v in elmo.trainable_weights]
-loss_before = model.evaluate(texts, labels, verbose=0)
-model.fit(texts, labels, epochs=5, batch_size=8, verbose=0)
-after = [v.numpy() for v in elmo.trainable_weights]
-print("TRAINABLE", len(before), "LOSSES", len(elmo.losses))
-print("CHANGE", max(float(np.abs(a - b).max()) for a, b in zip(after, before)))
-print("LOSS", loss_before, model.evaluate(texts, labels, verbose=0))
-"""
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
-    assert lines["TRAINABLE"].split()[0] == "2" and lines["TRAINABLE"].split()[-1] == "1"
-    assert float(lines["CHANGE"]) > 1e-3
-    first, last = map(float, lines["LOSS"].split())
-    assert last < first
 
 
 def test_elmo_layer_takes_the_string_inputs_keras_users_pass(exported):
