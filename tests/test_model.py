@@ -167,12 +167,20 @@ def test_empty_inputs(tiny_model):
         assert out["default"].shape == (shape[0], 32), shape
 
 
+def _assert_traced_once(model):
+    """Every compiled function of the embed path traced once at most, whatever the batches
+    (calls of few rows run in their own graph, ``lstm_layout.SMALL_BATCH_ROWS``)."""
+    embedder = model.embedder
+    counts = [f.experimental_get_tracing_count() for f in
+              (embedder.contextualize, embedder.contextualize_small, embedder.encode)]  # fmt: skip
+    assert counts[2] == 1 and max(counts[:2]) == 1 and min(counts[:2]) >= 0, counts
+
+
 def test_no_retracing_across_batch_shapes(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
     for batch in ([["a"]], [["a", "b", "c"], ["d"]], SENTENCES, [[]]):
         model.embed(batch, batch_size=2)
-    assert model.embedder.contextualize.experimental_get_tracing_count() == 1
-    assert model.embedder.encode.experimental_get_tracing_count() == 1
+    _assert_traced_once(model)
 
 
 def test_explicit_state_round_trip(tiny_model):
@@ -265,7 +273,7 @@ def test_token_budget_changes_nothing_and_does_not_retrace(tiny_files):
         for key, value in budgeted.items():
             assert plain[key].shape == value.shape, key
             assert_reordered(plain[key], value, err_msg=key)
-    assert model.embedder.contextualize.experimental_get_tracing_count() == 1
+    _assert_traced_once(model)
     with pytest.raises(ValueError, match="max_batch_tokens"):
         model.embed(LONG_SENTENCES, max_batch_tokens=-3)
 

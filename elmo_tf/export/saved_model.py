@@ -17,13 +17,16 @@ import tensorflow as tf
 from elmo_tf import files
 from elmo_tf.export.saved_model_module import ElmoModule
 from elmo_tf.export.versions import version_directory
+from elmo_tf.layers import lstm_layout
 
 
 def export_saved_model(model, outdir, version=None, trainable="mix", l2_coefficient=0.0):
     """Writes ``model`` (an ``ELMo``) as ``outdir/version/``; returns that path."""
     os.makedirs(outdir, exist_ok=True)
     version, target = version_directory(outdir, version)
-    module = ElmoModule(model, trainable=trainable, l2_coefficient=l2_coefficient)
-    with files.atomic_path(target) as staging:
-        tf.saved_model.save(module, staging, signatures=module.signatures())
+    # Traced with the layout that runs best across CPUs: the graph runs where it is served.
+    with lstm_layout.exporting():
+        module = ElmoModule(model, trainable=trainable, l2_coefficient=l2_coefficient)
+        with files.atomic_path(target) as staging:
+            tf.saved_model.save(module, staging, signatures=module.signatures())
     return target

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from elmo_tf.layers import lstm_layout
 from elmo_tf.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
 
@@ -205,14 +206,19 @@ def run_directions(cells, inputs, mask, states, resets=None):
     # (32x for the published shape), so packing the input moves that many times fewer bytes.
     offsets = tf.cumsum(active, exclusive=True)
     real = tf.range(tf.shape(mask)[0])[None, :] < active[:, None]  # (T, B)
+    # The gate matmuls' layout for this machine (lstm_layout): per gate, the input half is kept
+    # as four (N, D) parts from the start and the step splits nothing.
+    per_gate = lstm_layout.layout_for(cells[0]) == "per_gate"
     projected = [
-        cell.project_inputs(tf.boolean_mask(tf.transpose(x, [1, 0, 2]), real))
+        cell.project_inputs(tf.boolean_mask(tf.transpose(x, [1, 0, 2]), real), per_gate)
         for cell, x in zip(cells, inputs)
     ]
-    recurrent_kernels = [cell.recurrent_kernel for cell in cells]  # sliced once, not per step
+    recurrent_kernels = [  # sliced once, not per step
+        cell.gate_recurrent_kernels() if per_gate else cell.recurrent_kernel for cell in cells
+    ]
     arrays = [
         tf.TensorArray(
-            projected[0].dtype,
+            (projected[0][0] if per_gate else projected[0]).dtype,
             size=num_steps,
             # The static batch size when known: TFLite can only lower a TensorArray whose
             # element shape is fully static (None keeps the SavedModel's dynamic batch).
@@ -231,7 +237,8 @@ def run_directions(cells, inputs, mask, states, resets=None):
             if resets is not None:
                 keep = tf.cast(keeps[t][:n], c_run.dtype)
                 c_run, h_run = c_run * keep, h_run * keep
-            output, (c, h) = cell.step(projected[k][rows], (c_run, h_run), recurrent_kernels[k])
+            inputs_t = [x[rows] for x in projected[k]] if per_gate else projected[k][rows]
+            output, (c, h) = cell.step(inputs_t, (c_run, h_run), recurrent_kernels[k])
             finished = tf.zeros_like(h_prev[n:])  # rows past their length output zero
             c = tf.concat([c, c_prev[n:]], axis=0)
             h = tf.concat([h, h_prev[n:]], axis=0)

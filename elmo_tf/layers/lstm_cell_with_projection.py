@@ -86,20 +86,51 @@ class LSTMCellWithProjection(keras.layers.Layer):
     def recurrent_kernel(self):
         return self.kernel[self.input_dim :]
 
-    def project_inputs(self, inputs):
-        """``x W_x + b`` for any leading shape: the part of ``z`` that needs no recurrence."""
+    def project_inputs(self, inputs, per_gate=False):
+        """``x W_x + b`` for any leading shape: the part of ``z`` that needs no recurrence;
+        with ``per_gate``, as four ``(..., D)`` parts, one per gate (``lstm_layout``)."""
+        if per_gate:
+            return [
+                keras.ops.matmul(inputs, kernel) + bias
+                for kernel, bias in zip(self.gate_input_kernels(), self.gate_biases())
+            ]
         return keras.ops.matmul(inputs, self.input_kernel) + self.bias
 
-    def step(self, projected_inputs, states, recurrent_kernel=None):
-        """One time step from already projected inputs ``(B, 4D)``.
+    def gate_input_kernels(self):
+        """The input kernel's four gate blocks ``(input_dim, D)``: i, j, f, o."""
+        d = self.units
+        return [self.kernel[: self.input_dim, g * d : (g + 1) * d] for g in range(4)]
 
-        ``recurrent_kernel`` lets a loop slice the kernel once instead of once per step.
+    def gate_recurrent_kernels(self):
+        """The recurrent kernel's four gate blocks ``(P, D)``: i, j, f, o."""
+        d = self.units
+        return [self.kernel[self.input_dim :, g * d : (g + 1) * d] for g in range(4)]
+
+    def gate_biases(self):
+        d = self.units
+        return [self.bias[g * d : (g + 1) * d] for g in range(4)]
+
+    def step(self, projected_inputs, states, recurrent_kernel=None):
+        """One time step from already projected inputs.
+
+        ``projected_inputs`` is ``(B, 4D)`` with ``recurrent_kernel`` ``(P, 4D)`` (the fused
+        layout), or four ``(B, D)`` with four ``(P, D)`` (per gate, ``project_inputs(...,
+        per_gate=True)`` and ``gate_recurrent_kernels``); ``recurrent_kernel`` lets a loop
+        slice the kernel once instead of once per step. Both compute every gate's
+        ``x W_x + b + h W_h`` with the same additions in the same order; they differ only in
+        how the matmul's columns are blocked, so in float32 round-off.
         """
         c_prev, h_prev = states
-        if recurrent_kernel is None:
-            recurrent_kernel = self.recurrent_kernel
-        z = projected_inputs + keras.ops.matmul(h_prev, recurrent_kernel)
-        i, j, f, o = keras.ops.split(z, 4, axis=-1)
+        if isinstance(projected_inputs, list | tuple):
+            kernels = recurrent_kernel or self.gate_recurrent_kernels()
+            i, j, f, o = (
+                x + keras.ops.matmul(h_prev, kernel) for x, kernel in zip(projected_inputs, kernels)
+            )
+        else:
+            if recurrent_kernel is None:
+                recurrent_kernel = self.recurrent_kernel
+            z = projected_inputs + keras.ops.matmul(h_prev, recurrent_kernel)
+            i, j, f, o = keras.ops.split(z, 4, axis=-1)
         c = keras.ops.sigmoid(f + self.forget_bias) * c_prev + keras.ops.sigmoid(
             i
         ) * keras.ops.tanh(j)

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from elmo_tf import characters
+from elmo_tf.layers import lstm_layout
 from elmo_tf.models import length_batches
 from elmo_tf.models.outputs import LSTMState
 from elmo_tf.models.token_cache import TokenVectorCache, WeightSnapshot
@@ -56,6 +57,12 @@ class Embedder:
         lengths = tf.TensorSpec([None], tf.int32)
         # ELMo.contextualize casts the embeddings and the state to the compute dtype.
         self.contextualize = tf.function(
+            lambda x, n: _to_host(model.contextualize(x, n)),
+            input_signature=[embeddings, lengths],
+        )
+        # Calls of a few rows run in a graph of their own, traced with the fused LSTM layout
+        # (lstm_layout.SMALL_BATCH_ROWS: too short to earn back the per-gate kernel copies).
+        self.contextualize_small = tf.function(
             lambda x, n: _to_host(model.contextualize(x, n)),
             input_signature=[embeddings, lengths],
         )
@@ -178,7 +185,10 @@ class Embedder:
         for indices in batches:
             batch = [sentences[i] for i in indices]
             embeddings, lengths = self._framed_embeddings(batch, cache)
-            if initial_state is None:
+            if initial_state is None and len(indices) < lstm_layout.SMALL_BATCH_ROWS:
+                with lstm_layout.pinned("fused"):  # the layout of its first (and only) trace
+                    outputs = self.contextualize_small(embeddings, lengths)
+            elif initial_state is None:
                 outputs = self.contextualize(embeddings, lengths)
             else:
                 outputs = self.contextualize_stateful(
