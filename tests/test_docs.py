@@ -119,6 +119,11 @@ def test_every_command_block_says_whether_it_runs():
         assert previous.document == block.document and previous.words[:1] == ["run"], block.id
 
 
+def test_the_readme_stays_short():
+    """The README says what it is, how to start and where to read on: 300 lines at most."""
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
+
+
 def test_the_docs_run_most_of_their_examples():
     run = [b for b in COMMAND_BLOCKS if b.words[:1] == ["run"]]
     assert len(run) >= 20 and len(run) >= 0.6 * len(COMMAND_BLOCKS)

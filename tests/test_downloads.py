@@ -235,3 +235,14 @@ def test_the_registry_holds_the_published_addresses():
     sizes = {name: round(m.download_bytes / 1e6) for name, m in published.MODELS.items()}
     assert sizes == {"small": 54, "medium": 112, "original": 374, "original_5.5b": 374,
                      "pubmed": 374}  # fmt: skip
+
+
+def test_the_beam_handler_loads_published_names_and_urls_through_the_cache(mirror):
+    pytest.importorskip("apache_beam")
+    from elmo_tf.beam import ElmoModelHandler
+
+    by_name = ElmoModelHandler("small").load_model()
+    options_url, weights_url = SMALL.urls(mirror.base_url)
+    by_url = ElmoModelHandler(options_file=options_url, weight_file=weights_url).load_model()
+    np.testing.assert_array_equal(by_name.get_weights()[0], by_url.get_weights()[0])
+    assert mirror.requests == {OPTIONS_PATH: 1, WEIGHTS_PATH: 1}  # one download, then the cache
