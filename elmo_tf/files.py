@@ -9,6 +9,13 @@ power loss) cannot clean up, so the next ``atomic_path`` for the same name remov
 temporaries whose writing process no longer exists (their names carry its pid). Files get
 the permissions of a plain ``open(path, "w")`` under the user's umask
 (``tempfile.mkstemp``'s 0600 would otherwise survive the rename).
+
+An output name that is a symbolic link is written through: the file the link resolves to is
+replaced and the link kept (``/dev/stdout`` redirected to a file names that file, never the
+link in ``/dev``). A name that resolves to something other than a regular file or a directory
+(a device such as ``/dev/null``, a named pipe, a socket, ``/dev/stdout`` on a pipe or a
+terminal) is refused with ``OutputFileError`` before anything is written: the rename would
+replace the device itself, not write into it.
 """
 
 import contextlib
@@ -16,6 +23,16 @@ import os
 import re
 import secrets
 import shutil
+import stat
+
+from elmo_tf.errors import OutputFileError
+
+_NOT_FILES = (
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISFIFO, "named pipe"),
+    (stat.S_ISSOCK, "socket"),
+)
 
 
 def temporary_name(path):
@@ -48,6 +65,42 @@ def _process_exists(pid):
     return True
 
 
+def output_target(path):
+    """The name a write of ``path`` replaces: ``path``, or the file a link there resolves to.
+
+    Raises ``OutputFileError`` when ``path`` resolves to a device, a named pipe or a socket.
+    """
+    path = os.fspath(path)
+    if os.path.islink(path):
+        target = os.path.realpath(path)
+        if os.path.dirname(target).startswith("/proc/") or not os.path.isabs(target):
+            kind = _kind_of(path) or "link to no file"
+            raise OutputFileError(
+                f"{path}: resolves to a {kind} ({target}), not a file; choose a file name"
+            )
+    else:
+        target = path
+    kind = _kind_of(target)
+    if kind is not None:
+        raise OutputFileError(
+            f"{path}: is a {kind}, not a regular file; an output is written as a new file "
+            f"renamed onto its name, which would replace the {kind}: choose a file name"
+        )
+    return target
+
+
+def _kind_of(path):
+    """What ``path`` (links followed) is when it is not a regular file or a directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # absent (or unreadable): the write names the problem
+    for test, kind in _NOT_FILES:
+        if test(mode):
+            return kind
+    return None
+
+
 @contextlib.contextmanager
 def atomic_path(path, replace=True):
     """Yields a temporary path to write; renames it onto ``path`` when the block succeeds.
@@ -57,7 +110,7 @@ def atomic_path(path, replace=True):
         replace: replace an existing ``path`` (files only); with ``False`` an existing
             ``path`` raises ``FileExistsError`` and is left alone.
     """
-    path = os.fspath(path)
+    path = output_target(path)
     remove_stale_temporaries(path)
     tmp = temporary_name(path)
     try:

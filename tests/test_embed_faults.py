@@ -2,6 +2,7 @@
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -236,3 +237,26 @@ def test_a_bad_output_path_is_refused_before_any_work(tmp_path, monkeypatch, out
     )
     assert main(["embed", str(source), output, *MODEL]) == 1
     assert loads == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/null", "link to a pipe's fd"])
+def test_an_output_that_is_not_a_file_is_refused_before_any_work(tmp_path, monkeypatch, kind):
+    # The output is written as a new file renamed onto its name: a device, a pipe or
+    # /dev/stdout (a link to /proc/self/fd/1) would be replaced, not written to.
+    source = _corpus(tmp_path / "in.txt", lines=2)
+    output = tmp_path / "out.hdf5"
+    read_end, write_end = os.pipe()
+    try:
+        if kind == "fifo":
+            os.mkfifo(output)
+        elif kind == "link to /dev/null":
+            os.symlink("/dev/null", output)
+        else:
+            os.symlink(f"/proc/self/fd/{write_end}", output)
+        monkeypatch.setattr("elmo_tf.cli.embed.load_model", lambda *a, **k: pytest.fail("loaded"))
+        assert main(["embed", str(source), str(output), *MODEL]) == 1
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert os.path.islink(output) or stat.S_ISFIFO(os.lstat(output).st_mode)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)

@@ -67,3 +67,26 @@ def test_read_errors_name_file_and_line(tmp_path, content, fragment):
     assert str(path) in str(info.value) and isinstance(info.value, ElmoError)
     with pytest.raises(InputFileError, match="is a directory"):
         list(read_text_lines(tmp_path))
+
+
+def test_a_link_is_written_through_and_kept(tmp_path):
+    target = tmp_path / "real.txt"
+    target.write_text("old")
+    link = tmp_path / "link.txt"
+    os.symlink(target, link)
+    files.write_text(link, "new")
+    assert os.path.islink(link) and target.read_text() == "new"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/null"])
+def test_a_device_or_pipe_is_never_replaced(tmp_path, kind):
+    path = tmp_path / "out"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/null", path)
+    with pytest.raises(ElmoError, match="not a regular file; an output is written as a new file"):
+        files.write_text(path, "x")
+    assert stat.S_ISFIFO(os.lstat(path).st_mode) or os.path.islink(path)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert os.listdir(tmp_path) == ["out"]  # no temporary left

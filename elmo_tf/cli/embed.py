@@ -125,11 +125,11 @@ def run(args):
 
 def check_output_path(output, input_path):
     """Raises ``CommandError`` unless ``output`` names a file that can be created or replaced,
-    before any work: a directory that does not exist, a directory name, the input, or a
-    directory this process cannot write into."""
+    before any work: a directory that does not exist, a directory name, the input, a device,
+    pipe or socket (``files.output_target``), or a directory this process cannot write into."""
     if output.endswith(("/", os.sep)) or os.path.isdir(output):
         raise CommandError(f"{output}: names a directory, expected an HDF5 file name")
-    directory = os.path.dirname(os.path.abspath(output))
+    directory = os.path.dirname(os.path.abspath(files.output_target(output)))
     if not os.path.isdir(directory):
         raise CommandError(f"{output}: output directory {directory} does not exist")
     if (
