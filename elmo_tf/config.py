@@ -342,6 +342,8 @@ class ElmoConfig:
         path = os.fspath(path)
         if os.path.isdir(path):
             raise OptionsError(f"{path}: is a directory, not an options file")
+        if files.stream_kind(path):
+            raise OptionsError(f"{path}: is a {files.stream_kind(path)}, not an options file")
         try:
             with open(path, "rb") as f:
                 data = f.read(MAX_OPTIONS_BYTES + 1)
@@ -357,7 +359,9 @@ class ElmoConfig:
         if not data.strip():
             raise OptionsError(f"{path}: options file is empty")
         try:
-            options = json.loads(data.decode("utf-8-sig"))  # a BOM from a Windows editor
+            # A BOM from a Windows editor is skipped; a key given twice is refused (JSON keeps
+            # the last silently, so a file could show one value and mean another).
+            options = json.loads(data.decode("utf-8-sig"), object_pairs_hook=_unique_keys)
         except UnicodeDecodeError as e:
             raise OptionsError(
                 f"{path}: not a valid JSON options file (not UTF-8 text: byte {e.start})"
@@ -468,3 +472,13 @@ def _edit_distance(a, b):
             current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
         previous = current
     return previous[-1]
+
+
+def _unique_keys(pairs):
+    """``json.loads``' object hook: the object's dict, or ``ValueError`` naming a repeated key."""
+    result = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        result[key] = value
+    return result

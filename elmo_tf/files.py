@@ -89,6 +89,16 @@ def output_target(path):
     return target
 
 
+def stream_kind(path):
+    """``"named pipe"`` or ``"socket"`` when ``path`` (links followed) is one, else ``None``.
+
+    A reader that opens one waits for a writer that may never come; files read whole (options,
+    weights) refuse them instead.
+    """
+    kind = _kind_of(path)
+    return kind if kind in ("named pipe", "socket") else None
+
+
 def _kind_of(path):
     """What ``path`` (links followed) is when it is not a regular file or a directory."""
     try:

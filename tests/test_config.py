@@ -351,3 +351,20 @@ def test_direct_construction_is_validated():
     ]:
         with pytest.raises(OptionsError, match=message):
             ElmoConfig(**{**fields, **change})
+
+
+def test_a_key_given_twice_is_refused(tmp_path):
+    # JSON keeps the last of two equal keys silently: the file would show one value and mean
+    # another (a second "lstm" object hid the first one's projection_dim).
+    text = (FIXTURES / "tiny" / "options.json").read_text()
+    path = tmp_path / "twice.json"
+    path.write_text(text[: text.rindex("}")] + ', "lstm": {"dim": 7}}')
+    with pytest.raises(OptionsError, match="the key 'lstm' appears twice in one object"):
+        ElmoConfig.from_file(path)
+
+
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "options.json"
+    os.mkfifo(fifo)
+    with pytest.raises(OptionsError, match="options.json: is a named pipe, not an options file"):
+        ElmoConfig.from_file(fifo)

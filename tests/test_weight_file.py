@@ -487,3 +487,10 @@ def test_a_hostile_softmax_file_is_refused_like_weights(tmp_path, capsys, craft)
     err = capsys.readouterr().err.strip().splitlines()
     expected = "is an external link" if craft == "external_link" else "has chunks of 80,000,000"
     assert len(err) == 1 and expected in err[0] and "softmax/b" in err[0], err
+
+
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tiny_model, tmp_path):
+    fifo = tmp_path / "weights.hdf5"
+    os.mkfifo(fifo)
+    with pytest.raises(WeightFileError, match="weights.hdf5: is a named pipe, not a weight file"):
+        elmo_tf.load_weights(tiny_model, fifo)
