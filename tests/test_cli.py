@@ -1,6 +1,7 @@
 """The ``elmo-tf`` command as a user meets it: plain help, quiet start-up, one-line errors."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -122,9 +123,11 @@ def test_the_python_api_is_quiet_on_a_cpu():
     )
     assert done.returncode == 0, done.stderr
     assert (done.stdout, done.stderr) == ("(1, 4, 256)\n", "")
-    # TF_CPP_MIN_LOG_LEVEL=0 asks for TensorFlow's native lines: they come
+    # TF_CPP_MIN_LOG_LEVEL=0 asks for TensorFlow's native lines: they come. Which ones depends
+    # on the CPU (oneDNN's port.cc notice is printed on some machines only; CUDA probing, the
+    # CPU feature guard on others), so any native log line counts.
     loud = _python("import elmo_tf", env_extra={"TF_CPP_MIN_LOG_LEVEL": "0"})
-    assert loud.returncode == 0 and "port.cc" in loud.stderr
+    assert loud.returncode == 0 and re.search(r"^[IWE]0000 ", loud.stderr, re.M), loud.stderr
 
 
 @pytest.mark.slow
