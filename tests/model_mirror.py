@@ -10,12 +10,15 @@ the end of a ``with`` block). ``faults[path]`` changes how a path is answered:
 ``"declare_huge"``  a Content-Length of 10**12, then the connection closes
 ``"stall"``         the headers, then nothing for ``stall_seconds``
 ``"garbage"``       the right length of bytes that are no file format at all
+``"gzip"``          gzip-encoded (``Content-Encoding``, the encoded length declared) when
+                    the request accepts gzip, as a web server compressing on the fly does
 ==================  =====================================================================
 
 ``requests`` counts the GET requests per path.
 """
 
 import collections
+import gzip
 import http.server
 import threading
 import time
@@ -47,6 +50,9 @@ class ModelMirror:
                 if fault == "garbage":
                     body = bytes(range(256)) * (len(body) // 256 + 1)
                     body = body[: max(len(body) // 1000, 1000)]
+                encoded = fault == "gzip" and "gzip" in self.headers.get("Accept-Encoding", "")
+                if encoded:
+                    body = gzip.compress(body, compresslevel=1)
                 declared = len(body)
                 if fault == "declare_less":
                     declared -= 1000
@@ -55,6 +61,8 @@ class ModelMirror:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/octet-stream")
                 self.send_header("Content-Length", str(declared))
+                if encoded:
+                    self.send_header("Content-Encoding", "gzip")
                 self.end_headers()
                 if fault == "declare_huge":
                     self.close_connection = True

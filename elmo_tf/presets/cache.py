@@ -119,10 +119,11 @@ def fetch(url, what="file", max_bytes=None, fetch_command=None):
             verify(entry)
             return path
         if offline():
-            how = fetch_command or "the same call without it, where the network is reachable"
+            how = fetch_command or "the same call"
             raise DownloadError(
                 f"{url}: {what} is not in the cache ({path}) and {OFFLINE_VARIABLE} forbids "
-                f"downloading it: run {how}"
+                f"downloading it: run {how} without {OFFLINE_VARIABLE}, where the network "
+                "is reachable"
             )
         _download(url, path, what, max_bytes)
     return path
@@ -277,6 +278,9 @@ def _download_once(url, path, what, max_bytes):
                 progressbar=progress,
                 chunk_size=1 << 16,
                 timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+                # The bytes as stored: a server that compresses on the fly declares the
+                # encoded length, which the decoded file would never match.
+                headers={"Accept-Encoding": "identity"},
             )
             fetcher.fetch(name, downloader=downloader)
     except OSError as e:
