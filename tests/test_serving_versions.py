@@ -11,6 +11,7 @@ listen on 127.0.0.1 with ephemeral ports and are stopped by finalizers.
 
 import json
 import logging
+import os
 import shutil
 import socket
 import time
@@ -187,6 +188,25 @@ def test_removing_the_only_version_makes_the_model_unavailable(server, stubs, ex
     assert _predicted_version(stub) == 2
     status, answer = _post(server.rest_port, "/v1/models/elmo:predict", {"instances": ["a"]})
     assert status == 200 and len(answer["predictions"]) == 1
+
+
+def test_a_base_path_replaced_by_a_file_is_a_model_without_versions(server, stubs, caplog):
+    # Polled as a base path moved away (no version: unavailable), with no traceback at every
+    # poll; the directory put back serves again.
+    _, model_stub = stubs
+    base = server.manager.base_path
+    shutil.move(base, f"{base}.moved")
+    with open(base, "w") as f:
+        f.write("junk")
+    with caplog.at_level(logging.WARNING):
+        server.manager.poll()
+    _wait_for_state(server.manager, 1, State.END)
+    assert "Traceback" not in caplog.text and "NotADirectoryError" not in caplog.text
+    os.remove(base)
+    shutil.move(f"{base}.moved", base)
+    shutil.copytree(f"{base}/1", f"{base}/2")
+    server.manager.poll()
+    assert _states(model_stub)[2] == "AVAILABLE"
 
 
 def test_removed_version_falls_back_to_the_next_highest(server, stubs, exported):

@@ -227,7 +227,7 @@ class ModelManager:
         base path (``elmo_tf.export.versions`` reads the names)."""
         try:
             names = os.listdir(self.base_path)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # moved away, or a file put there
             return {}
         for name in names:
             if name.isascii() and name.isdigit() and int(name) > MAX_VERSION:
