@@ -12,6 +12,7 @@ from numerics import assert_reordered, assert_reordered_dict, assert_same
 
 import elmo_tf
 from elmo_tf.cli.main import main
+from elmo_tf.export.saved_model import export_saved_model
 from elmo_tf.models import output_keys
 
 OUTPUT_KEYS = output_keys(2)  # the tiny model has two LSTM layers
@@ -307,3 +308,11 @@ def test_elmo_layer_takes_the_string_inputs_keras_users_pass(exported):
         assert model.predict(x, verbose=0).shape == (3, 2)
     dataset = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(2)
     assert np.isfinite(model.fit(dataset, epochs=1, verbose=0).history["loss"][0])
+
+
+@pytest.mark.parametrize("l2", [float("inf"), float("nan"), -1.0, True])
+def test_a_regularisation_coefficient_that_poisons_the_loss_is_refused(tiny_model, tmp_path, l2):
+    # inf or nan made every fine-tuning loss through hub.KerasLayer(trainable=True) NaN.
+    with pytest.raises(elmo_tf.errors.ExportError, match="l2_coefficient must be a finite number"):
+        export_saved_model(tiny_model, str(tmp_path / "out"), l2_coefficient=l2)
+    assert not os.path.exists(tmp_path / "out" / "1")

@@ -56,10 +56,13 @@ The graph uses core TensorFlow ops only: stock TF Serving runs it, and loading i
 """
 
 import json
+import math
+import numbers
 
 import tensorflow as tf
 
 from elmo_tf import characters
+from elmo_tf.errors import ExportError
 from elmo_tf.models.outputs import output_keys
 
 TRAINABLE_CHOICES = ("mix", "all", "none")
@@ -98,6 +101,15 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
     def __init__(self, model, trainable="mix", l2_coefficient=0.0):
         if trainable not in TRAINABLE_CHOICES:
             raise ValueError(f"trainable must be one of {TRAINABLE_CHOICES}, got {trainable!r}")
+        if (
+            isinstance(l2_coefficient, bool)
+            or not isinstance(l2_coefficient, numbers.Real)
+            or not math.isfinite(l2_coefficient)
+            or l2_coefficient < 0
+        ):  # nan, inf or a negative λ would make every fine-tuning loss NaN or unbounded
+            raise ExportError(
+                f"l2_coefficient must be a finite number >= 0, got {l2_coefficient!r}"
+            )
         # Track the backing tf.Variables themselves, in ELMo.weights order; tracking the Keras
         # model object instead saves Keras-3 wrappers that TF1-style loaders cannot restore.
         self.elmo_variables = [w.value for w in model.weights]
