@@ -342,8 +342,8 @@ class ElmoConfig:
         path = os.fspath(path)
         if os.path.isdir(path):
             raise OptionsError(f"{path}: is a directory, not an options file")
-        if files.stream_kind(path):
-            raise OptionsError(f"{path}: is a {files.stream_kind(path)}, not an options file")
+        if kind := files.stream_kind(path):
+            raise OptionsError(f"{path}: is a {kind}, not an options file")
         try:
             with open(path, "rb") as f:
                 data = f.read(MAX_OPTIONS_BYTES + 1)

@@ -71,22 +71,13 @@ def output_target(path):
     Raises ``OutputFileError`` when ``path`` resolves to a device, a named pipe or a socket.
     """
     path = os.fspath(path)
-    if os.path.islink(path):
-        target = os.path.realpath(path)
-        if os.path.dirname(target).startswith("/proc/") or not os.path.isabs(target):
-            kind = _kind_of(path) or "link to no file"
-            raise OutputFileError(
-                f"{path}: resolves to a {kind} ({target}), not a file; choose a file name"
-            )
-    else:
-        target = path
-    kind = _kind_of(target)
+    kind = _kind_of(path)  # links followed: /dev/stdout -> /proc/self/fd/1 -> a pipe
     if kind is not None:
         raise OutputFileError(
             f"{path}: is a {kind}, not a regular file; an output is written as a new file "
             f"renamed onto its name, which would replace the {kind}: choose a file name"
         )
-    return target
+    return os.path.realpath(path) if os.path.islink(path) else path
 
 
 def stream_kind(path):

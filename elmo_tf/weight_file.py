@@ -100,8 +100,8 @@ def _open(path, mode):
             raise WeightFileError(f"{path}: weight file not found")
         if os.path.isdir(path):
             raise WeightFileError(f"{path}: is a directory, not a weight file")
-        if files.stream_kind(path):
-            raise WeightFileError(f"{path}: is a {files.stream_kind(path)}, not a weight file")
+        if kind := files.stream_kind(path):
+            raise WeightFileError(f"{path}: is a {kind}, not a weight file")
         try:
             with open(path, "rb") as f:
                 empty = not f.read(1)
