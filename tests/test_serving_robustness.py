@@ -512,6 +512,66 @@ def test_rest_large_body_is_parsed_on_the_parse_thread(server, monkeypatch):
     assert server._rest.body_budget.used == 0
 
 
+def test_rest_large_answers_are_sent_in_chunks_as_encoded(server, stub, monkeypatch):
+    """An answer over SMALL_ANSWER_BYTES is encoded a row at a time and sent in chunks: the
+    same values as gRPC's, the keep-alive connection usable after it; to an HTTP/1.0 client
+    it ends where the connection closes."""
+    import http.client
+
+    monkeypatch.setattr(rest_api, "SMALL_ANSWER_BYTES", 2000)
+    monkeypatch.setattr(rest_api, "ANSWER_CHUNK_BYTES", 3000)
+    sentences = [f"row {i} of a long answer" for i in range(8)]
+    expected = {
+        alias: tf.make_ndarray(proto)
+        for alias, proto in stub.Predict(make_request(sentences), timeout=TIMEOUT).outputs.items()
+    }
+    body = json.dumps({"instances": sentences})
+    connection = http.client.HTTPConnection("127.0.0.1", server.rest_port, timeout=TIMEOUT)
+    try:
+        connection.request("POST", "/v1/models/elmo:predict", body)
+        response = connection.getresponse()
+        assert response.status == 200 and response.getheader("Content-Length") is None
+        assert response.getheader("Transfer-Encoding") == "chunked"
+        rows = json.loads(response.read())["predictions"]
+        for alias, values in expected.items():
+            assert_reordered(np.array([row[alias] for row in rows]), values, err_msg=alias)
+        connection.request("GET", "/v1/models/elmo")  # the same connection goes on
+        assert connection.getresponse().status == 200
+    finally:
+        connection.close()
+
+    head = "POST /v1/models/elmo:predict HTTP/1.0\r\nContent-Length: %d\r\n" % len(body)
+    with socket.create_connection(("127.0.0.1", server.rest_port), timeout=TIMEOUT) as sock:
+        sock.sendall(head.encode() + b"\r\n" + body.encode())
+        data = b""
+        while chunk := sock.recv(65536):  # the answer ends where the connection closes
+            data += chunk
+    answer_head, _, answer = data.partition(b"\r\n\r\n")
+    assert answer_head.startswith(b"HTTP/1.1 200") and b"Transfer-Encoding" not in answer_head
+    assert len(json.loads(answer)["predictions"]) == len(sentences)
+
+
+def test_json_pieces_hold_one_row_at_a_time():
+    """json_pieces writes what json.dumps of the whole answer would, with a small fraction of
+    its memory (tolist() of 2 M floats alone is ~64 MB of Python objects)."""
+    import tracemalloc
+
+    from elmo_tf.serving.tensors import json_pieces, to_json
+
+    values = np.random.default_rng(0).random((64, 32, 1024), np.float32)  # 8 MB
+    small = {"predictions": [{"elmo": row, "n": np.int32(3)} for row in values[:2, :2]]}
+    whole = {"predictions": [{"elmo": to_json(row), "n": 3} for row in values[:2, :2]]}
+    assert "".join(json_pieces(small)) == json.dumps(whole)
+    tracemalloc.start()
+    try:
+        length = sum(len(piece) for piece in json_pieces({"outputs": values}))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert length > 20 * values.nbytes // 4  # every float was written
+    assert peak < 2_000_000, peak
+
+
 LONG = "x" * 100_000
 
 
@@ -787,6 +847,21 @@ def test_rest_slow_and_idle_clients_are_cut_off(request, base_path):
             waited, data = closed_within(sock, TIMEOUT)
             assert 0.5 < waited < 15.0, (name, waited)  # cut off, long before TIMEOUT
             assert data == b"" or data.startswith(b"HTTP/1.1 4"), (name, data)
+    # slowloris: a byte of headers every 0.2 s (never idle for the timeout) is cut off too
+    head = b"POST /v1/models/elmo:predict HTTP/1.1\r\n" + b"X-Drip: " + b"a" * 1000
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        start = time.monotonic()
+        with contextlib.suppress(OSError):  # the server closed the connection
+            for byte in head:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.2)
+        waited = time.monotonic() - start
+        assert waited < 10.0, waited  # 1 s of timeout, not the 200 s the drip would take
+        try:
+            answer = closed_within(sock, TIMEOUT)[1]
+        except ConnectionResetError:  # bytes sent after the close were answered by a reset
+            answer = b""
+        assert answer == b"", answer
     deadline = time.monotonic() + TIMEOUT
     while server._rest._connections:  # every handler thread let go of its connection
         assert time.monotonic() < deadline, server._rest._connections

@@ -19,6 +19,11 @@ version loaded), 413 (body or request over a limit), 429 (batch queue full), 503
 parse the body within the timeout). The answers are those of the gRPC API, converted the way TF
 Serving does.
 
+Answers: an answer of up to ``SMALL_ANSWER_BYTES`` of JSON has a ``Content-Length``; a larger
+one (rows of embeddings) is encoded row by row as it is sent, in chunks (``Transfer-Encoding:
+chunked``; to an HTTP/1.0 client, up to the connection's close), so its memory is the output
+arrays the gRPC answer holds too, not its JSON text or Python objects (~10 times more).
+
 Connections: HTTP/1.1 with keep-alive; a listen backlog of ``REQUEST_QUEUE_SIZE``; a connection
 idle, or slow to send its request, for ``timeout`` seconds is closed, so a slow client cannot
 hold a thread. A client that closes its connection while its request waits is not computed
@@ -49,6 +54,8 @@ extras.require("serving", __name__)
 import concurrent.futures
 import ctypes
 import http.server
+import io
+import itertools
 import json
 import logging
 import re
@@ -72,7 +79,7 @@ from elmo_tf.serving.errors import (
     unavailable,
 )
 from elmo_tf.serving.request_limits import BodyBudget
-from elmo_tf.serving.tensors import from_json, to_json
+from elmo_tf.serving.tensors import from_json, json_pieces
 
 log = logging.getLogger("serving")
 
@@ -97,6 +104,12 @@ PARSE_BUDGET_BYTES = 16 * 1024 * 1024
 # at the limit peaked at +820 MB, +520 with the parse thread alone, +400 with both
 # (benchmarks/rest_body_memory.py). Parsing holds the GIL, so one thread parses as fast.
 LARGE_BODY_BYTES = 1024 * 1024
+# An answer whose JSON text is longer than this is sent in chunks of about ANSWER_CHUNK_BYTES as
+# it is encoded, not built whole: the text of the largest answer within the default limits
+# (2,048 rows x 30 tokens, every output of the published model) is ~5 GB, its Python objects
+# more (``json_pieces``).
+SMALL_ANSWER_BYTES = 1024 * 1024
+ANSWER_CHUNK_BYTES = 256 * 1024
 try:
     _malloc_trim = ctypes.CDLL(None).malloc_trim  # glibc only
 except (AttributeError, OSError, TypeError):
@@ -107,7 +120,7 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
     """One REST request; ``server`` is a ``RestServer``."""
 
     server_version = "elmo-tf-serving"
-    protocol_version = "HTTP/1.1"  # keep-alive; every answer has a Content-Length
+    protocol_version = "HTTP/1.1"  # keep-alive: every answer has a Content-Length or chunks
     # The version of a request whose request line is malformed: with http.server's "HTTP/0.9"
     # its 400 would go out as a bare body, without a status line or headers.
     default_request_version = "HTTP/1.0"
@@ -123,6 +136,11 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
         self.body_read = False
         self.parse_reservation = None  # room its body holds in the server's BodyBudget
         super().setup()
+        self.rfile.close()  # read through a deadline instead
+        self.request_reader = _RequestDeadline(
+            self.connection.makefile("rb", buffering=0), self.connection, self.timeout
+        )
+        self.rfile = io.BufferedReader(self.request_reader)
         self.server.track(self, busy=False)
 
     def finish(self):
@@ -157,6 +175,7 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
 
     def handle_one_request(self):
         self.body_length, self.body_read, self.parse_reservation = None, False, None
+        self.request_reader.next_request()
         try:
             super().handle_one_request()
         except (TimeoutError, ConnectionError):  # a slow or vanished client: drop it
@@ -239,22 +258,71 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
             _release_parse_budget(self)
 
     def _send(self, status, body):
+        """Answers ``body`` (JSON values and numpy arrays) as JSON. An answer of up to
+        ``SMALL_ANSWER_BYTES`` goes out with a ``Content-Length``; a larger one is encoded and
+        sent in pieces (``Transfer-Encoding: chunked``), so that the server never holds more
+        of its text than a piece (``json_pieces``)."""
         if self.body_length and not self.body_read:
             # What the client sends of the unread body must not be read as the next request.
             self.close_connection = True
             self.body_refused = True
-        data = json.dumps(body).encode("utf-8")
+        self.connection.settimeout(self.timeout)  # reading the request may have shortened it
+        pieces = (piece.encode("utf-8") for piece in json_pieces(body))
+        head, size = [], 0
+        for piece in pieces:
+            head.append(piece)
+            size += len(piece)
+            if size > SMALL_ANSWER_BYTES:
+                break
+        else:
+            pieces = None
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            chunked = pieces is not None and self.request_version == "HTTP/1.1"
+            if pieces is None:
+                self.send_header("Content-Length", str(size))
+            elif chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:  # an HTTP/1.0 client knows no chunks: the answer ends where the connection does
+                self.close_connection = True
             if self.close_connection or self.server.stopping:
                 self.close_connection = True
                 self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up; nothing to tell
+            if pieces is None:
+                self.wfile.write(b"".join(head))
+                return
+            self._write_pieces(itertools.chain(head, pieces), chunked)
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):  # the client gave up
             self.close_connection = True
+
+    def _write_pieces(self, pieces, chunked):
+        """Writes ``pieces`` in writes of about ``ANSWER_CHUNK_BYTES``, as chunks if
+        ``chunked``. A failure while encoding, after the status line went out, can only close
+        the connection: the client reads an answer that ends early (without its last chunk)."""
+        buffer, size = [], 0
+        try:
+            for piece in pieces:
+                buffer.append(piece)
+                size += len(piece)
+                if size >= ANSWER_CHUNK_BYTES:
+                    self._write(b"".join(buffer), chunked)
+                    buffer, size = [], 0
+        except OSError:  # the client gave up or is too slow: _send closes the connection
+            raise
+        except Exception:  # noqa: BLE001 - a bug: log it, cut the answer short
+            log.exception("internal error while encoding an answer")
+            self.close_connection = True
+            return
+        self._write(b"".join(buffer), chunked)
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
+    def _write(self, data, chunked):
+        if data and chunked:
+            data = b"%x\r\n%s\r\n" % (len(data), data)
+        self.wfile.write(data)
 
     def _status(self, name, version):
         request = get_model_status_pb2.GetModelStatusRequest()
@@ -313,7 +381,8 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
         _, outputs = self.server.model_server.predict(
             name, version, signature, read_inputs, [], alive=self._client_connected
         )
-        values = {alias: to_json(value) for alias, value in outputs.items()}
+        # Arrays stay arrays here: _send encodes them a row at a time (json_pieces).
+        values = dict(outputs)
         if not row_format:
             return {"outputs": next(iter(values.values())) if len(values) == 1 else values}
         if len(values) == 1:
@@ -384,6 +453,47 @@ class RestHandler(http.server.BaseHTTPRequestHandler):
                 got += count
         self.body_read = True
         return body
+
+
+class _RequestDeadline(io.RawIOBase):
+    """The reading side of a connection, with a deadline for each request as a whole.
+
+    Waiting for a request's first byte may take ``timeout`` seconds (an idle keep-alive
+    connection); from that byte on, the request line, headers and body must arrive within
+    ``timeout`` seconds in all. The socket's own timeout bounds each read only, so a client
+    sending a header byte every second would hold a thread for ever (slowloris).
+    """
+
+    def __init__(self, raw, sock, timeout):
+        super().__init__()
+        self._raw = raw
+        self._sock = sock
+        self._timeout = timeout
+        self._deadline = None
+
+    def next_request(self):
+        """The next read waits for a new request's first byte."""
+        self._deadline = None
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self._deadline is None:
+            self._sock.settimeout(self._timeout)
+        else:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("the client is sending its request too slowly")
+            self._sock.settimeout(remaining)
+        count = self._raw.readinto(buffer)
+        if count and self._deadline is None:
+            self._deadline = time.monotonic() + self._timeout
+        return count
+
+    def close(self):
+        self._raw.close()
+        super().close()
 
 
 class RestServer(http.server.ThreadingHTTPServer):
