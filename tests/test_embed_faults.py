@@ -226,9 +226,12 @@ def test_embed_reads_a_stream_in_windows(tmp_path, monkeypatch, capsys):
     [
         ("nodir/", "nodir/: names a directory, expected an HDF5 file name"),
         ("missing/out.hdf5", "output directory"),
+        ("in.txt", "in.txt: is an input file; choose another output name"),
     ],
 )
-def test_a_bad_output_path_is_refused_before_any_work(tmp_path, monkeypatch, output, message):
+def test_a_bad_output_path_is_refused_before_any_work(
+    tmp_path, monkeypatch, capsys, output, message
+):
     source = _corpus(tmp_path / "in.txt", lines=2)
     monkeypatch.chdir(tmp_path)
     loads = []
@@ -236,7 +239,8 @@ def test_a_bad_output_path_is_refused_before_any_work(tmp_path, monkeypatch, out
         "elmo_tf.cli.embed.load_model", lambda *a, **k: loads.append(1) or pytest.fail("loaded")
     )
     assert main(["embed", str(source), output, *MODEL]) == 1
-    assert loads == []
+    assert loads == [] and message in capsys.readouterr().err
+    assert source.read_text(encoding="utf-8").count("\n") == 2
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link to /dev/null", "link to a pipe's fd"])

@@ -115,6 +115,19 @@ def test_build_vocab_command(tmp_path, capsys):
     assert out.read_text(encoding="utf-8").split() == ["<S>", "</S>", "<UNK>", "y", "x"]
     assert "from 7 tokens" in err and "rate 0.2857" in err  # q and z: 2 of 7 tokens
 
+    # its own input as output (directly, inside a directory, or through a link): refused
+    # before it is read, the corpus left as it was
+    (tmp_path / "link.txt").symlink_to(tmp_path / "shards" / "2.txt")
+    for output in (tmp_path / "shards" / "1.txt", tmp_path / "link.txt"):
+        status, _, err = run_cli(["build-vocab", tmp_path / "shards", "-o", output], capsys)
+        assert (
+            status == 1
+            and err
+            == f"elmo-tf build-vocab: error: {output}: is an input file; choose another output name\n"
+        )
+    assert (tmp_path / "shards" / "1.txt").read_text(encoding="utf-8") == "x y y\nz y\n"
+    assert (tmp_path / "shards" / "2.txt").read_text(encoding="utf-8") == "x q\n"
+
 
 def test_vocabulary_loader_accepts_bilm_fixture_and_rejects_missing_specials(tmp_path):
     vocab = Vocabulary.from_file(BILM / "vocab_test.txt")

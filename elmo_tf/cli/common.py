@@ -1,6 +1,8 @@
 """What every ``elmo-tf`` subcommand shares: its usage error, and the check of its extra."""
 
-from elmo_tf import extras
+import os
+
+from elmo_tf import extras, files
 from elmo_tf.errors import ElmoError
 
 
@@ -16,3 +18,34 @@ def require_extra(extra):
     """Raises ``MissingExtraError`` (one line naming ``extra`` and its install command) when
     the extra the running command needs is not installed; call it before any work."""
     extras.require(extra, "this command")
+
+
+def check_output_path(output, inputs, kind):
+    """Raises ``CommandError`` unless ``output`` names a file that can be created or replaced,
+    before any work: a directory that does not exist, a directory name (it expected ``kind``),
+    one of the files ``inputs`` the command reads, a device,
+    pipe or socket (``files.output_target``), or a directory this process cannot write into."""
+    if output.endswith(("/", os.sep)) or os.path.isdir(output):
+        raise CommandError(f"{output}: names a directory, expected {kind}")
+    directory = os.path.dirname(os.path.abspath(files.output_target(output)))
+    if not os.path.isdir(directory):
+        raise CommandError(f"{output}: output directory {directory} does not exist")
+    for input_path in inputs:
+        if (
+            os.path.exists(output)
+            and os.path.exists(input_path)
+            and os.path.samefile(output, input_path)
+        ):
+            raise CommandError(f"{output}: is an input file; choose another output name")
+    try:
+        with files.atomic_path(os.path.join(directory, ".elmo-tf-write-check")) as probe:
+            open(probe, "xb").close()
+            raise _Probed
+    except _Probed:
+        pass
+    except OSError as e:
+        raise CommandError(f"{output}: cannot write to {directory} ({e.strerror or e})") from None
+
+
+class _Probed(Exception):
+    """Ends the write check without renaming its file into place (it is removed)."""

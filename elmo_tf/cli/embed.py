@@ -7,8 +7,7 @@ The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write ar
 import os
 import stat
 
-from elmo_tf import files
-from elmo_tf.cli.common import CommandError
+from elmo_tf.cli.common import CommandError, check_output_path
 from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
 from elmo_tf.cli.progress import Progress
 from elmo_tf.cpu_threads import configure_threads
@@ -96,7 +95,7 @@ def run(args):
             f"--max-tokens-per-line must be at least 1, got {args.max_tokens_per_line}"
         )
     model_source(args)
-    check_output_path(args.output, args.input)
+    check_output_path(args.output, [args.input], "an HDF5 file name")
     # A file is checked whole before the model loads (a bad line found at once, not after
     # everything before it is embedded): one streaming pass, memory bounded by the longest
     # line. A pipe or a device can be read only once: its lines are checked as they come.
@@ -121,35 +120,6 @@ def run(args):
         raise
     progress.close()
     return 0
-
-
-def check_output_path(output, input_path):
-    """Raises ``CommandError`` unless ``output`` names a file that can be created or replaced,
-    before any work: a directory that does not exist, a directory name, the input, a device,
-    pipe or socket (``files.output_target``), or a directory this process cannot write into."""
-    if output.endswith(("/", os.sep)) or os.path.isdir(output):
-        raise CommandError(f"{output}: names a directory, expected an HDF5 file name")
-    directory = os.path.dirname(os.path.abspath(files.output_target(output)))
-    if not os.path.isdir(directory):
-        raise CommandError(f"{output}: output directory {directory} does not exist")
-    if (
-        os.path.exists(output)
-        and os.path.exists(input_path)
-        and os.path.samefile(output, input_path)
-    ):
-        raise CommandError(f"{output}: is the input file; choose another output name")
-    try:
-        with files.atomic_path(os.path.join(directory, ".elmo-tf-write-check")) as probe:
-            open(probe, "xb").close()
-            raise _Probed
-    except _Probed:
-        pass
-    except OSError as e:
-        raise CommandError(f"{output}: cannot write to {directory} ({e.strerror or e})") from None
-
-
-class _Probed(Exception):
-    """Ends the write check without renaming its file into place (it is removed)."""
 
 
 def _is_regular_file(path):

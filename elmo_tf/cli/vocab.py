@@ -8,7 +8,8 @@ sorted by frequency).
 
 import sys
 
-from elmo_tf.training.corpus import read_corpus
+from elmo_tf.cli.common import check_output_path
+from elmo_tf.training.corpus import list_files, read_corpus
 from elmo_tf.training.vocabulary import Vocabulary
 
 
@@ -34,7 +35,9 @@ def add_parser(subparsers):
 
 
 def run(args):
-    corpus = read_corpus(args.files)
+    inputs = list_files(args.files)
+    check_output_path(args.output, inputs, "a vocabulary file name")
+    corpus = read_corpus(inputs)
     vocabulary = Vocabulary.from_counts(
         corpus.counts(), args.min_count, args.max_size, source=args.output
     )
