@@ -540,7 +540,7 @@ def test_rest_large_answers_are_sent_in_chunks_as_encoded(server, stub, monkeypa
     finally:
         connection.close()
 
-    head = "POST /v1/models/elmo:predict HTTP/1.0\r\nContent-Length: %d\r\n" % len(body)
+    head = f"POST /v1/models/elmo:predict HTTP/1.0\r\nContent-Length: {len(body)}\r\n"
     with socket.create_connection(("127.0.0.1", server.rest_port), timeout=TIMEOUT) as sock:
         sock.sendall(head.encode() + b"\r\n" + body.encode())
         data = b""
