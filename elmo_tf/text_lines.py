@@ -50,14 +50,20 @@ class RawLine:
 
 def raw_lines(stream, max_line_bytes=DEFAULT_MAX_LINE_BYTES, chunk_bytes=CHUNK_BYTES):
     """Yields a ``RawLine`` for every line of the binary ``stream`` (read ``chunk_bytes`` at a
-    time), a ``\\r\\n`` split across two reads included."""
+    time), a ``\\r\\n`` split across two reads included.
+
+    A stream with ``read1`` is read with it (one read of what lies beneath at most), so that
+    each line is yielded before a later read fails: a decompressing stream raises at the cut
+    of a file cut short, and a ``read`` of many blocks would drop what it decoded before.
+    """
     _check_bound(max_line_bytes)
+    read = getattr(stream, "read1", stream.read)
     number = 0
     pending = b""  # the current line so far (a complete one if it ends in "\r": "\n" may follow)
     skipping = False  # inside a line already reported as too long
     start = True
     while True:
-        chunk = stream.read(chunk_bytes)
+        chunk = read(chunk_bytes)
         if not chunk:
             break
         if start:
