@@ -1,8 +1,10 @@
 """The exported SavedModel: signatures, TF1/TF Serving-style loading, reuse from Keras."""
 
 import os
+import re
 import subprocess
 import sys
+import time
 
 import keras
 import numpy as np
@@ -281,6 +283,36 @@ def test_a_keras_config_never_loads_a_saved_model_it_names(exported, tmp_path, m
             keras.models.load_model(tmp_path / "crafted.keras", safe_mode=safe_mode)
     assert loaded == []
     keras.models.load_model(tmp_path / "good.keras")  # the file as saved still loads
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("num_output_representations", 100_000, "must be from 1 to 64, got 100000"),
+        ("num_output_representations", "2", "must be an integer, got '2'"),
+        ("do_layer_norm", "false", "do_layer_norm must be True or False, got 'false'"),
+        ("l2_coefficient", float("nan"), "l2_coefficient must be finite and >= 0, got nan"),
+        ("dropout", 1.5, "dropout must be from 0 up to (not including) 1, got 1.5"),
+        ("options", None, "lacks 'options'"),
+    ],
+)
+def test_a_keras_config_with_illegal_settings_is_refused_naming_them(exported, key, value, message):
+    """An ElmoLayer config is read from a .keras file: every setting is checked as ELMo's
+    arguments are, before anything is built (100,000 representations built for minutes and
+    crashed the process; "false" read as true)."""
+    _, path = exported
+    config = elmo_tf.ElmoLayer(path).get_config()
+    options = config["elmo_config"]["options"]
+    if value is None:
+        del config["elmo_config"][key]
+    else:  # dropout: the layer's own setting, over the exported one
+        (config if key == "dropout" else config["elmo_config"])[key] = value
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        elmo_tf.ElmoLayer.from_config(config)
+    assert time.monotonic() - start < 5
+    with pytest.raises(ValueError, match="do_layer_norm must be True or False"):
+        elmo_tf.ELMo(elmo_tf.ElmoConfig.from_options(options), do_layer_norm=1)
 
 
 def test_elmo_layer_takes_the_string_inputs_keras_users_pass(exported):

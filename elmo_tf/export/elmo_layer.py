@@ -16,6 +16,17 @@ from elmo_tf.models.elmo import ELMo
 from elmo_tf.models.outputs import output_keys
 
 
+# What an elmo_config (a SavedModel's elmo_config(), a .keras file's layer config) must hold.
+ELMO_CONFIG_KEYS = (
+    "options",
+    "num_output_representations",
+    "do_layer_norm",
+    "l2_coefficient",
+    "dropout",
+    "trainable",
+)
+
+
 @keras.saving.register_keras_serializable(package="elmo_tf")
 class ElmoLayer(keras.layers.Layer):
     """ELMo on raw sentences, for functional and Sequential Keras 3 models.
@@ -77,6 +88,9 @@ class ElmoLayer(keras.layers.Layer):
                 )
             elmo_config = json.loads(loaded.elmo_config().numpy().decode("utf-8"))
             values = [v.numpy() for v in loaded.elmo_variables]
+        missing = [key for key in ELMO_CONFIG_KEYS if key not in elmo_config]
+        if missing:
+            raise ValueError(f"the elmo_config lacks {', '.join(map(repr, missing))}")
         config = ElmoConfig.from_options(elmo_config["options"], source="elmo_config")
         n_layers = config.n_lstm_layers
         keys = output_keys(n_layers)
