@@ -429,9 +429,7 @@ def _readable(path):
 
 @pytest.mark.parametrize("suffix", [".gz", ".bz2"])
 @pytest.mark.parametrize("damage", ["cut in half", "trailing garbage"])
-def test_a_compressed_file_cut_short_is_a_dead_letter_not_a_short_success(
-    tmp_path, suffix, damage
-):
+def test_a_compressed_file_cut_short_is_a_dead_letter_not_a_short_success(tmp_path, suffix, damage):
     import bz2
     import zlib
 

@@ -38,7 +38,7 @@ from elmo_tf.cli.main import main
 from elmo_tf.models import output_keys
 from elmo_tf.serving.client import embed, make_request
 from elmo_tf.serving.errors import ServingError
-from elmo_tf.serving.options import BatchingOptions, read_batching_parameters
+from elmo_tf.serving.options import BatchingOptions, OptionError, read_batching_parameters
 from elmo_tf.serving.request_batching import Batcher
 from elmo_tf.serving.server import ModelServer, ServerOptions
 from elmo_tf.serving.signature import SignatureSpec
@@ -644,6 +644,44 @@ def test_deployment_assets():
     assert "image: tensorflow/serving:latest-gpu" in compose
     for name in ("models.config", "batching_parameters.txt", "monitoring.config"):
         assert f"/config/{name}" in compose
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "max_batch_sise { value: 64 }",
+            "line 1: 'max_batch_sise' is not a field of TF Serving's"
+            " BatchingParameters; did you mean 'max_batch_size'?",
+        ),
+        ("this is not a protobuf text file", "line 1: expected a field such as"),
+        (
+            "num_batch_threads { value: 2 }\nbatch_timeout_micros { value: abc }",
+            "line 2: 'batch_timeout_micros' must be an integer, got 'abc'",
+        ),
+        ("max_batch_size { value: -5 }", "max_batch_size must be an integer >= 1, got -5"),
+        (
+            "max_batch_size { value: 8 }\nmax_batch_size { value: 9 }",
+            "line 2: 'max_batch_size' is given twice",
+        ),
+        (
+            "max_batch_size { value: 8 } # eight\npad_variable_length_inputs: true\n"
+            'allowed_batch_sizes: 4\nallowed_batch_sizes: 8\nthread_pool_name { value: "p" }',
+            None,
+        ),
+    ],
+)
+def test_batching_parameters_file_is_read_strictly(tmp_path, text, message):
+    """TF Serving's parser refuses what it cannot read; so does this one, naming the line
+    (garbage, a typo or a bad value used to be silently ignored: default batching)."""
+    path = tmp_path / "batching_parameters.txt"
+    path.write_text(text + "\n", encoding="utf-8")
+    if message is None:  # fields the server does not use are ignored
+        assert read_batching_parameters(path) == {"max_batch_size": 8}
+        return
+    with pytest.raises(OptionError) as error:
+        read_batching_parameters(path)
+    assert str(error.value).startswith(f"{path}: ") and message in str(error.value)
 
 
 def test_serve_cli_user_errors(tmp_path, capsys):

@@ -15,7 +15,6 @@ from elmo_tf.export.saved_model_module import (
 from elmo_tf.models.elmo import ELMo
 from elmo_tf.models.outputs import output_keys
 
-
 # What an elmo_config (a SavedModel's elmo_config(), a .keras file's layer config) must hold.
 ELMO_CONFIG_KEYS = (
     "options",

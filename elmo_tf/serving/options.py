@@ -8,6 +8,7 @@ before it knows whether the ``[serving]`` extra is installed.
 """
 
 import dataclasses
+import difflib
 import math
 import os
 import re
@@ -54,16 +55,80 @@ class BatchingOptions:
         return self.max_enqueued_batches * self.max_batch_size
 
 
-_PARAMETER = re.compile(r"(\w+)\s*\{\s*value\s*:\s*(\d+)\s*\}")
+# The fields of TF Serving's BatchingParameters (tensorflow_serving/servables/tensorflow/
+# session_bundle_config.proto). This server uses the four of BatchingOptions; the others are
+# read, checked for their form and ignored; any other name is refused, as TF Serving refuses it.
+_OTHER_BATCHING_FIELDS = (
+    "thread_pool_name",
+    "allowed_batch_sizes",
+    "pad_variable_length_inputs",
+    "enable_large_batch_splitting",
+    "max_execution_batch_size",
+    "batch_padding_policy",
+    "mixed_priority_batching_policy",
+    "low_priority_max_batch_size",
+    "low_priority_batch_timeout_micros",
+    "low_priority_max_enqueued_batches",
+    "low_priority_allowed_batch_sizes",
+    "enable_priority_queue",
+)
+_REPEATED_BATCHING_FIELDS = ("allowed_batch_sizes", "low_priority_allowed_batch_sizes")
+# One field of the text proto: `name { value: V }` (a wrapper such as Int64Value) or `name: V`.
+_FIELD = re.compile(
+    r"\s*(?P<name>[A-Za-z_]\w*)\s*"
+    r"(?:\{\s*value\s*:\s*(?P<wrapped>[^\s{}]+|\"[^\"\n]*\")\s*\}"
+    r"|:\s*(?P<plain>[^\s{}]+|\"[^\"\n]*\"))"
+)
+_INT64 = re.compile(r"[+-]?\d{1,19}")
 
 
 def read_batching_parameters(path):
     """The fields this server uses from TF Serving's ``batching_parameters.txt`` (a text proto
-    of ``BatchingParameters``), as keyword arguments of ``BatchingOptions``; others are ignored.
+    of ``BatchingParameters``), as keyword arguments of ``BatchingOptions``.
+
+    The file is read as strictly as TF Serving reads it: a line that is not a field, a name
+    ``BatchingParameters`` does not have (a misspelt one names the field it is close to), a
+    field given twice or a value that is not an integer raises ``OptionError`` naming the line.
+    The fields this server does not use (``pad_variable_length_inputs``, ...) are ignored.
     """
     text = "\n".join(read_text_lines(path, what="batching parameters"))
-    names = {field.name for field in dataclasses.fields(BatchingOptions)}
-    return {name: int(value) for name, value in _PARAMETER.findall(text) if name in names}
+    used = [field.name for field in dataclasses.fields(BatchingOptions)]
+    known = used + list(_OTHER_BATCHING_FIELDS)
+    values, seen = {}, set()
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.split("#", 1)[0]
+        position = 0
+        while line[position:].strip():
+            match = _FIELD.match(line, position)
+            if match is None:
+                raise OptionError(
+                    f"{path}: line {number}: expected a field such as "
+                    f"'max_batch_size {{ value: 32 }}', got {line.strip()[:60]!r}"
+                )
+            position = match.end()
+            name = match["name"]
+            value = match["wrapped"] if match["wrapped"] is not None else match["plain"]
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise OptionError(
+                    f"{path}: line {number}: '{name[:60]}' is not a field of TF Serving's "
+                    f"BatchingParameters{hint}"
+                )
+            if name in seen and name not in _REPEATED_BATCHING_FIELDS:
+                raise OptionError(f"{path}: line {number}: '{name}' is given twice")
+            seen.add(name)
+            if name in used:
+                if not _INT64.fullmatch(value):
+                    raise OptionError(
+                        f"{path}: line {number}: '{name}' must be an integer, got {value[:60]!r}"
+                    )
+                values[name] = int(value)
+    try:
+        BatchingOptions(**values)  # each value in its range, named with the file
+    except OptionError as e:
+        raise OptionError(f"{path}: {e}") from None
+    return values
 
 
 @dataclasses.dataclass(frozen=True)
