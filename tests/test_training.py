@@ -5,6 +5,7 @@ import math
 import os
 import pathlib
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -477,6 +478,24 @@ def test_dump_weights_loads_with_load_pretrained(corpus_file, tmp_path, capsys, 
     zebras = held.type_counts[held.types.index("zebra")] if "zebra" in held.types else 0
     assert result["oov_rate"] == pytest.approx(zebras / held.n_tokens)
     assert result["predictions"] == held.n_positions
+    if per_sentence:
+        return
+    # a dump into the run directory itself would replace its options.json and vocab.txt
+    options = (ckpt / "options.json").read_bytes()
+    status, _, err = run_cli(["dump-weights", ckpt, ckpt], capsys)
+    assert status == 1 and "is a training run directory; dump-weights would replace" in err
+    assert (ckpt / "options.json").read_bytes() == options
+    assert not (ckpt / "weights.hdf5").exists()
+    # a run directory holding a dump (copied in by hand): evaluate does not guess which
+    shutil.copy(out / "weights.hdf5", ckpt / "weights.hdf5")
+    shutil.copy(out / "softmax.hdf5", ckpt / "softmax.hdf5")
+    status, stdout, err = run_cli(["evaluate", ckpt, held_out], capsys)
+    assert status == 1 and stdout == "" and "holds both training checkpoints and a dump" in err
+    for smoothing in ("nan", "inf"):
+        argv = ["evaluate", out, held_out, "--unigram-baseline", held_out]
+        status, stdout, err = run_cli([*argv, "--unigram-smoothing", smoothing], capsys)
+        assert status == 1 and stdout == "", (smoothing, stdout)
+        assert f"--unigram-smoothing must be a finite number >= 0, got {smoothing}" in err
 
 
 @pytest.mark.slow

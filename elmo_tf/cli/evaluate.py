@@ -11,6 +11,7 @@ biLM predicts (``elmo_tf.training.unigram``).
 """
 
 import json
+import math
 
 from elmo_tf.cli.common import CommandError
 from elmo_tf.training.corpus import read_corpus
@@ -55,8 +56,10 @@ def run(args):
     for name in ("batch_size", "unroll_steps"):
         if getattr(args, name) < 1:
             raise CommandError(f"--{name.replace('_', '-')} must be at least 1")
-    if args.unigram_smoothing < 0:
-        raise CommandError("--unigram-smoothing must be non-negative")
+    if not 0 <= args.unigram_smoothing < math.inf:  # nan fails too
+        raise CommandError(
+            f"--unigram-smoothing must be a finite number >= 0, got {args.unigram_smoothing}"
+        )
     corpus = read_corpus(args.files, what="held-out")
     train_corpus = None
     if args.unigram_baseline:
@@ -74,9 +77,18 @@ def run(args):
     result = evaluate(model, corpus, vocabulary, args.batch_size, args.unroll_steps)
     if baseline is not None:
         result["unigram_baseline"] = baseline
-    print(
-        json.dumps(
-            {k: (float(v) if isinstance(v, float) else v) for k, v in result.items()}, indent=2
-        )
-    )
+    # Strict JSON: a perplexity that overflowed is written as null, never as a bare Infinity
+    # or NaN that JSON parsers refuse.
+    print(json.dumps(_strict_json(result), indent=2, allow_nan=False))
     return 0
+
+
+def _strict_json(value):
+    """``value`` with its floats as Python floats and the non-finite ones as ``None``."""
+    if isinstance(value, dict):
+        return {k: _strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict_json(v) for v in value]
+    if isinstance(value, float):  # numpy's float64 too
+        return float(value) if math.isfinite(value) else None
+    return value

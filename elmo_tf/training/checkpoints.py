@@ -468,6 +468,12 @@ def dump_weights(checkpoint, outdir, softmax_dtype="float32"):
     ``softmax.hdf5`` (in ``softmax_dtype``, see :func:`save_softmax`), each replaced
     atomically. Returns ``(outdir, step)``.
     """
+    if holds_checkpoints(outdir) or os.path.exists(os.path.join(outdir, TRAINING_OPTIONS_FILE)):
+        raise CheckpointError(
+            f"{outdir}: is a training run directory; dump-weights would replace its "
+            f"{OPTIONS_FILE} and {VOCAB_FILE} (and evaluate could not tell the dump from its "
+            "checkpoints): choose another output directory"
+        )
     model, vocabulary, step = restore_language_model(checkpoint)
     os.makedirs(outdir, exist_ok=True)
     config = dataclasses.replace(model.config, n_characters=262)

@@ -65,6 +65,12 @@ def load_for_evaluation(path):
     path = os.fspath(path)
     weights = os.path.join(path, checkpoints.WEIGHTS_FILE)
     if os.path.isdir(path) and os.path.exists(weights):
+        if checkpoints.holds_checkpoints(path):
+            raise checkpoints.CheckpointError(
+                f"{path}: holds both training checkpoints and a dump-weights output "
+                f"({checkpoints.WEIGHTS_FILE}); name the one to evaluate: {path}/ckpt-N, or "
+                "the dump moved to a directory of its own"
+            )
         softmax = os.path.join(path, checkpoints.SOFTMAX_FILE)
         if not os.path.exists(softmax):
             raise checkpoints.CheckpointError(
