@@ -481,6 +481,32 @@ def test_inputs_that_are_no_files_stop_the_job_before_it_starts(tmp_path, capsys
 
 
 @pytest.mark.slow
+def test_overlapping_patterns_and_an_earlier_job_under_the_same_output(
+    corpus, saved_model_dir, saved_model_tfrecord, tmp_path, capsys, workers_import_this_tree
+):
+    """A file matched by two patterns is read once; the shards of an earlier job with more
+    shards are removed once this job has written its own, and the removal is said."""
+    earlier, _ = saved_model_tfrecord  # 3 shards of records
+    output = tmp_path / "elmo"
+    for path in glob.glob(f"{earlier}-*"):
+        target = tmp_path / os.path.basename(path).replace(earlier.name, "elmo", 1)
+        target.write_bytes(pathlib.Path(path).read_bytes())
+        os.utime(target, (1_000_000_000, 1_000_000_000))  # written long before this job
+    unrelated = tmp_path / "elmo-notes.txt"  # not a shard: left alone
+    unrelated.write_text("mine\n", encoding="utf-8")
+    argv = ["--input", str(corpus / "*.txt"), "--input", str(corpus / "[ab].txt")]
+    argv += ["--output", str(output), "--saved-model", str(saved_model_dir)]
+    argv += ["--layers", "average", "--format", "tfrecord", "--num-shards", "1"]
+    counts = run_beam_job([*argv, "--max-tokens-per-line", str(MAX_TOKENS), *RUNNER])
+    dead = sum(len(d) for _, d in FILES.values())
+    assert counts["embedded_lines"] == sum(N_LINES.values()) - dead  # a.txt and b.txt once
+    shards = sorted(os.path.basename(p) for p in glob.glob(f"{output}-*.tfrecord"))
+    assert shards == ["elmo-00000-of-00001.tfrecord"]
+    assert "removed 3 shards of an earlier job" in capsys.readouterr().out
+    assert unrelated.read_text(encoding="utf-8") == "mine\n"
+
+
+@pytest.mark.slow
 def test_a_failed_job_leaves_no_temporary_directory(
     corpus, tmp_path, tiny_files, workers_import_this_tree
 ):

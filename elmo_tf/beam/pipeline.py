@@ -34,6 +34,7 @@ import glob
 import gzip
 import lzma
 import os
+import re
 import zlib
 
 import apache_beam as beam
@@ -182,6 +183,10 @@ class EmbedFiles(beam.PTransform):
         lines = (
             patterns
             | "MatchAll" >> fileio.MatchAll()
+            # Patterns that overlap (`a*.txt b*.txt`) match a file twice: it is read once.
+            | "KeyByPath" >> beam.Map(lambda match: (match.path, match))
+            | "OneMatchPerFile" >> beam.CombinePerKey(_first)
+            | "Matches" >> beam.Values()
             | "ReadMatches" >> fileio.ReadMatches()
             | "NumberedLines" >> beam.ParDo(NumberedLines(self.max_line_bytes))
             | "SpreadLines" >> beam.Reshuffle()
@@ -309,6 +314,55 @@ def summary(result):
             value = counter.committed if counter.committed is not None else counter.attempted
             counts[counter.key.metric.name] += value or 0
     return counts
+
+
+def output_shards(output, file_format):
+    """``{path: last modified}`` of the files ``OUTPUT-SSSSS-of-NNNNN.FORMAT`` and
+    ``OUTPUT-dead-letters-SSSSS-of-NNNNN.jsonl`` that exist now (any Beam filesystem)."""
+    found = {}
+    for prefix, suffix in ((output, f".{file_format}"), (dead_letter_prefix(output), ".jsonl")):
+        shard = re.compile(re.escape(prefix) + r"-\d{5}-of-(\d{5})" + re.escape(suffix))
+        for result in FileSystems.match([f"{prefix}-*-of-*{suffix}"]):
+            for metadata in result.metadata_list:
+                if shard.fullmatch(metadata.path):
+                    found[metadata.path] = metadata.last_updated_in_seconds
+    return found
+
+
+def remove_stale_shards(output, file_format, before):
+    """Removes the shards of an earlier job under ``output`` that this job did not replace,
+    and returns their paths: ``before`` is ``output_shards`` taken before the job ran.
+
+    A job writes ``NNNNN`` shards; one of an earlier job with more shards would leave its
+    extra shards beside them, so that ``OUTPUT-*`` held lines of both. A shard is stale when it
+    existed before the job, is unchanged since and belongs to a shard count other than the
+    ones this job wrote; when the job's own shards cannot be told apart, nothing is removed.
+    """
+    now = output_shards(output, file_format)
+    written = {path for path, modified in now.items() if before.get(path) != modified}
+
+    kept = {_shard_group(path) for path in written}  # (dead letters?, NNNNN) this job wrote
+    kinds = {kind for kind, _ in kept}
+    stale = sorted(
+        path
+        for path in now
+        if path in before
+        and path not in written
+        and _shard_group(path)[0] in kinds
+        and _shard_group(path) not in kept
+    )
+    if stale:
+        FileSystems.delete(stale)
+    return stale
+
+
+def _shard_group(path):
+    """``(whether a dead-letter shard, its NNNNN)`` of a shard's path."""
+    return path.endswith(".jsonl"), re.search(r"-of-(\d{5})\.\w+$", path).group(1)
+
+
+def _first(matches):
+    return next(iter(matches))
 
 
 def _check_positive(name, value):

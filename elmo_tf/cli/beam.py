@@ -255,10 +255,18 @@ def run_job(argv=None, prog="elmo-tf beam"):
             max_tokens_per_line=args.max_tokens_per_line,
             max_line_bytes=args.max_line_bytes,
         )
+        before = pipeline.output_shards(args.output, args.file_format)
         with _no_temporaries_left(args.output):
             result = job.run()
             result.wait_until_finish()
         counts = pipeline.summary(result)
+        stale = pipeline.remove_stale_shards(args.output, args.file_format, before)
+    if stale:
+        print(
+            f"elmo_tf.beam: removed {len(stale):,} shards of an earlier job under the same "
+            f"output that this job did not replace ({stale[0]}, ...)",
+            flush=True,
+        )
     print(
         f"elmo_tf.beam: embedded {counts['embedded_lines']:,} lines "
         f"({counts['embedded_tokens']:,} tokens) to {args.output}-*.{args.file_format}; "
