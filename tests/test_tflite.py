@@ -129,8 +129,10 @@ def test_dynamic_range_quantization(float_model, quantized_model, golden):
 @pytest.mark.parametrize(
     ("flags", "fragment"),
     [
-        (["--batch-size", "0"], "--batch-size must be a positive integer"),
-        (["--max-length", "-3"], "--max-length must be a positive integer"),
+        (["--batch-size", "0"], "batch_size must be from 1 to 4,096, got 0"),
+        (["--batch-size", "1000000000"], "batch_size must be from 1 to 4,096, got 1,000,000,000"),
+        (["--max-length", "-3"], "max_length must be from 1 to 10,000 (max_tokens_per_line)"),
+        (["--max-length", "100000"], "max_length must be from 1 to 10,000"),
         (["--options", "x.json"], "--options was given without --weights; pass both"),
     ],
 )
@@ -138,6 +140,28 @@ def test_user_errors_exit_1(flags, fragment, tmp_path, capsys):
     assert main(["export", "tflite", str(tmp_path / "m.tflite"), *flags]) == 1
     assert fragment in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_of_the_wrong_kind_is_refused_before_the_model_loads(
+    tmp_path, tiny_files, capsys, monkeypatch
+):
+    """A .tflite output naming a directory, a SavedModel base directory naming a file: one
+    line each before the model loads (they failed late, the TFLite one naming a temp file)."""
+    options, weights = tiny_files
+    monkeypatch.setattr(
+        "elmo_tf.cli.export.load_model", lambda *a, **k: pytest.fail("the model was loaded")
+    )
+    model = ["--options", str(options), "--weights", str(weights)]
+    assert main(["export", "tflite", str(tmp_path), *model]) == 1
+    assert f"{tmp_path}: names a directory, expected a .tflite file name" in (
+        capsys.readouterr().err
+    )
+    (tmp_path / "base").write_text("a file\n", encoding="utf-8")
+    assert main(["export", "saved-model", str(tmp_path / "base"), *model]) == 1
+    assert f"{tmp_path / 'base'}: is a file; OUTDIR is the model's base directory" in (
+        capsys.readouterr().err
+    )
+    assert (tmp_path / "base").read_text(encoding="utf-8") == "a file\n"
 
 
 def test_missing_output_directory_exits_1(tmp_path, tiny_files, capsys):

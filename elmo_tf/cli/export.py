@@ -6,15 +6,13 @@
 ``elmo_tf.export.tflite``.
 """
 
-import os
 import sys
 import time
 
-from elmo_tf.cli.common import CommandError, require_extra
+from elmo_tf.cli.common import CommandError, check_output_path, require_extra
 from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
+from elmo_tf.export.tflite_arguments import QUANTIZE_CHOICES, check_arguments
 from elmo_tf.export.versions import version_directory
-
-QUANTIZE_CHOICES = ("dynamic",)  # elmo_tf.export.tflite's, without importing TensorFlow
 
 
 def add_parser(subparsers):
@@ -113,13 +111,11 @@ def run_saved_model(args):
 
 def run_tflite(args):
     require_extra("tflite")
-    if args.batch_size < 1:
-        raise CommandError(f"--batch-size must be a positive integer, got {args.batch_size}")
-    if args.max_length is not None and args.max_length < 1:
-        raise CommandError(f"--max-length must be a positive integer, got {args.max_length}")
-    outdir = os.path.dirname(os.path.abspath(args.outfile))
-    if not os.path.isdir(outdir):
-        raise CommandError(f"directory {outdir} of OUTFILE does not exist")
+    try:
+        check_arguments(args.batch_size, args.max_length, args.quantize)
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    check_output_path(args.outfile, [], "a .tflite file name")
     model_source(args)
     from elmo_tf.export.tflite import export_tflite  # lazy: starts TensorFlow
 

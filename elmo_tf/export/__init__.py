@@ -6,6 +6,7 @@
 ``versions``             TF Serving's version directories ``BASE/N/``: one parser
 ``elmo_layer``           ``ElmoLayer``: an exported SavedModel as a fine-tunable Keras 3 layer
 ``tflite``               ``export_tflite``: a TFLite flatbuffer with built-in ops only
+``tflite_arguments``     what ``export_tflite`` accepts, checked without TensorFlow
 ``litert``               ``run_tflite``: running it with LiteRT (the ``[tflite]`` extra)
 =======================  ================================================================
 """

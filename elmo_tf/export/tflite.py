@@ -38,11 +38,11 @@ import tempfile
 import tensorflow as tf
 
 from elmo_tf import characters, extras, files, native_logs
+from elmo_tf.export.tflite_arguments import check_arguments
 from elmo_tf.layers import lstm_layout
 from elmo_tf.models.outputs import output_keys
 
 SIGNATURE_KEY = "serving_default"
-QUANTIZE_CHOICES = ("dynamic",)
 
 
 def export_tflite(model, outfile, batch_size=1, max_length=None, quantize=None):
@@ -57,12 +57,7 @@ def export_tflite(model, outfile, batch_size=1, max_length=None, quantize=None):
         quantize: ``None`` or ``"dynamic"`` (int8 weights).
     """
     extras.require("tflite", "elmo_tf.export.tflite")  # checks the result: before the slow part
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-    if max_length is not None and max_length < 1:
-        raise ValueError(f"max_length must be a positive integer or None, got {max_length}")
-    if quantize not in (None, *QUANTIZE_CHOICES):
-        raise ValueError(f"quantize must be None or one of {QUANTIZE_CHOICES}, got {quantize!r}")
+    check_arguments(batch_size, max_length, quantize)
     if model.dedupe_tokens:
         model = _without_dedupe(model)
 

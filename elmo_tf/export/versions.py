@@ -41,6 +41,11 @@ def next_version(outdir):
 
 def version_directory(outdir, version=None):
     """``(version, outdir/version)`` (default: the next version), refusing an existing one."""
+    if os.path.exists(outdir) and not os.path.isdir(outdir):
+        raise ExportError(
+            f"{outdir}: is a file; OUTDIR is the model's base directory, which holds its "
+            "versions OUTDIR/N/"
+        )
     version = next_version(outdir) if version is None else version
     if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= MAX_VERSION:
         raise ExportError(f"version must be an integer from 0 to 2**63 - 1, got {version!r}")
