@@ -9,6 +9,8 @@ the end of a ``with`` block). ``faults[path]`` changes how a path is answered:
 ``"declare_less"``  a Content-Length 1,000 bytes short, then the whole body
 ``"declare_huge"``  a Content-Length of 10**12, then the connection closes
 ``"stall"``         the headers, then nothing for ``stall_seconds``
+``"drip"``          the headers, then one byte every ``drip_seconds`` (never idle for a
+                    read timeout), for at most ``stall_seconds``
 ``"garbage"``       the right length of bytes that are no file format at all
 ``"gzip"``          gzip-encoded (``Content-Encoding``, the encoded length declared) when
                     the request accepts gzip, as a web server compressing on the fly does
@@ -30,6 +32,7 @@ class ModelMirror:
         self.faults = {}
         self.requests = collections.Counter()
         self.stall_seconds = 3.0
+        self.drip_seconds = 0.1
         mirror = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -70,6 +73,19 @@ class ModelMirror:
                 if fault == "stall":
                     time.sleep(mirror.stall_seconds)
                     self.close_connection = True
+                    return
+                if fault == "drip":
+                    self.close_connection = True
+                    end = time.monotonic() + mirror.stall_seconds
+                    try:
+                        for byte in body:
+                            if time.monotonic() > end:
+                                return
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(mirror.drip_seconds)
+                    except OSError:  # the client cut the transfer
+                        return
                     return
                 if fault == "halfway":
                     self.wfile.write(body[: len(body) // 2])

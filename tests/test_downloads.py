@@ -7,6 +7,7 @@ weights in the ``small`` shape), through ``ELMO_TF_MODEL_BASE_URL``, with a cach
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -123,8 +124,22 @@ def test_a_slow_server_times_out(mirror, monkeypatch):
     monkeypatch.setattr(cache, "RETRIES", 0)
     mirror.stall_seconds = 2.0
     mirror.faults[OPTIONS_PATH] = "stall"
-    with pytest.raises(cache.DownloadError, match="no data for 0.5 s"):
+    with pytest.raises(cache.DownloadError, match=r"no data, or less than 64 KiB, for 0.5 s"):
         elmo_tf.ELMo.from_preset("small")
+
+
+def test_a_server_that_drips_bytes_times_out(mirror, monkeypatch):
+    """A byte every 0.1 s is never idle for the read timeout, but brings less than 64 KiB in
+    it: cut off after about the timeout (it used to go on for ever), nothing kept."""
+    monkeypatch.setattr(cache, "READ_TIMEOUT", 1.0)
+    monkeypatch.setattr(cache, "RETRIES", 0)
+    mirror.stall_seconds = 20.0
+    mirror.faults[OPTIONS_PATH] = "drip"
+    start = time.monotonic()
+    with pytest.raises(cache.DownloadError, match=r"less than 64 KiB, for 1.0 s"):
+        elmo_tf.ELMo.from_preset("small")
+    assert time.monotonic() - start < 10
+    assert cache.entries() == []
 
 
 def test_no_network(mirror, monkeypatch):

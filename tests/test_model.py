@@ -183,6 +183,19 @@ def test_no_retracing_across_batch_shapes(tiny_files):
     _assert_traced_once(model)
 
 
+@pytest.mark.parametrize("bad", [-1, -300, 262, 100_000])
+def test_character_ids_out_of_range_are_refused(tiny_model, bad):
+    """A negative id is no longer read from the table's end (keras.ops.take's NumPy rule):
+    a direct call names it, a traced call fails in the lookup, as an id past the table does."""
+    ids = np.array(elmo_tf.batch_to_ids([["a", "b"]]))
+    ids[0, 1, 3] = bad
+    with pytest.raises(ValueError, match=f"character ids from 0 to 261 .*, got {bad}"):
+        tiny_model(ids)
+    traced = tf.function(lambda x: tiny_model(x)["elmo"])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="is not in"):
+        traced(ids)
+
+
 def test_explicit_state_round_trip(tiny_model):
     first, second = SENTENCES[:3], SENTENCES[2:]
     out, state = tiny_model.embed(first, return_state=True)

@@ -17,7 +17,8 @@ class CharEmbedding(keras.layers.Layer):
         num_characters: number of ids, 262 for every published model.
 
     Call arguments:
-        char_ids: int tensor ``(..., 50)``.
+        char_ids: int tensor ``(..., 50)`` of ids ``0..num_characters-1``; any other id is
+            an error (on a CPU; a GPU lookup out of range reads zeros).
 
     Returns:
         float tensor ``(..., 50, E)``.
@@ -41,7 +42,12 @@ class CharEmbedding(keras.layers.Layer):
         )
 
     def call(self, char_ids):
-        return keras.ops.take(self.embeddings, keras.ops.cast(char_ids, "int32"), axis=0)
+        ids = keras.ops.cast(char_ids, "int32")
+        # keras.ops.take counts a negative id from the table's end (NumPy's rule): such an id
+        # is made one past the table instead, which the lookup refuses (TensorFlow on a CPU
+        # raises) as it refuses any other id out of range.
+        ids = keras.ops.where(ids < 0, self.num_characters, ids)
+        return keras.ops.take(self.embeddings, ids, axis=0)
 
     def get_config(self):
         config = super().get_config()

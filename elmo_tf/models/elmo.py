@@ -243,6 +243,9 @@ class ELMo(keras.Model):
         if isinstance(inputs, dict):
             initial_state = inputs.get("initial_state")
             inputs = inputs["char_ids"]
+        # A direct call: say which id is wrong (in a graph, the lookup refuses it).
+        if tf.executing_eagerly() and not isinstance(inputs, keras.KerasTensor):
+            _check_char_ids(inputs, self.config.n_characters)
         framed, mask, lengths = self.frame(inputs)
         token_embeddings = self.encode_tokens(framed, mask)
         return self.contextualize(token_embeddings, lengths, initial_state, training=training)
@@ -418,3 +421,16 @@ def _check_settings(num_output_representations, do_layer_norm, l2_coefficient, d
         if not (0 <= value < high if high else 0 <= value < float("inf")):
             bound = f"from 0 up to (not including) {high}" if high else "finite and >= 0"
             raise ValueError(f"{name} must be {bound}, got {value!r}")
+
+
+def _check_char_ids(char_ids, n_characters):
+    """ValueError for a character id outside ``0..n_characters - 1``."""
+    ids = tf.convert_to_tensor(char_ids)
+    if ids.dtype.is_integer and tf.size(ids) > 0:
+        low, high = int(tf.reduce_min(ids)), int(tf.reduce_max(ids))
+        if low < 0 or high >= n_characters:
+            bad = low if low < 0 else high
+            raise ValueError(
+                f"char_ids must be character ids from 0 to {n_characters - 1} "
+                f"(elmo_tf.batch_to_ids makes them), got {bad}"
+            )

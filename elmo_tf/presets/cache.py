@@ -8,13 +8,15 @@ when it was downloaded.
 Fetching (``fetch``), with `pooch <https://www.fatiando.org/pooch>`_ doing the transfer: the
 scientific Python stack's downloader (SciPy, scikit-image), small (pure Python, on ``requests``,
 which TensorFlow installs anyway), and it gives what a download needs: the body streamed to a
-temporary file in the entry's directory and moved into place only when complete, ``requests``'
-proxies (``HTTPS_PROXY``) and timeouts, and a progress hook. On top of it, here:
+temporary file in the entry's directory and moved into place only when complete. The GET itself
+is ``_transfer`` (``requests``: proxies such as ``HTTPS_PROXY``, timeouts), given to pooch as
+its downloader. On top of it, here:
 
 - progress (bytes, rate) on stderr: a bar on a terminal, one line at the end elsewhere;
 - a declared size over the file's bound is refused before a byte is written; a body shorter
-  than declared is refused; a transfer that breaks (connection reset, a timeout, HTTP 5xx) is
-  retried ``RETRIES`` times from the start (``pooch`` does not resume);
+  than declared is refused; a transfer that breaks (connection reset, a timeout, HTTP 5xx, less
+  than 64 KiB in ``READ_TIMEOUT`` seconds) is retried ``RETRIES`` times from the start (there is
+  no resume);
 - trust on first use: no hashes of the published files exist to pin, so the SHA-256 of what
   was downloaded is recorded, and every later use checks the file against it: a cached file
   that changed on disk is refused, not loaded;
@@ -33,7 +35,9 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -45,6 +49,9 @@ OFFLINE_VARIABLE = "ELMO_TF_OFFLINE"
 # Seconds to connect, and seconds without a byte before a transfer counts as broken.
 CONNECT_TIMEOUT = 30
 READ_TIMEOUT = 60
+# A transfer that brings fewer bytes than this in READ_TIMEOUT seconds (one every few seconds)
+# counts as stalled, as one that brings none.
+STALL_BYTES = 1 << 16
 RETRIES = 2  # after the first attempt, for transient failures only
 RETRY_WAIT_SECONDS = 1.0  # before the first retry; twice that before the second
 _HASH_CHUNK = 1 << 20
@@ -274,15 +281,7 @@ def _download_once(url, path, what, max_bytes):
         with _quiet_pooch(pooch):
             fetcher = pooch.create(path=directory, base_url="", registry={name: None})
             fetcher.urls[name] = url
-            downloader = pooch.HTTPDownloader(
-                progressbar=progress,
-                chunk_size=1 << 16,
-                timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-                # The bytes as stored: a server that compresses on the fly declares the
-                # encoded length, which the decoded file would never match.
-                headers={"Accept-Encoding": "identity"},
-            )
-            fetcher.fetch(name, downloader=downloader)
+            fetcher.fetch(name, downloader=lambda url, output, _: _transfer(url, output, progress))
     except OSError as e:
         if isinstance(e, DownloadError) or _is_request_error(e):
             raise
@@ -293,6 +292,80 @@ def _download_once(url, path, what, max_bytes):
     finally:
         progress.close()
     return progress
+
+
+def _transfer(url, output_file, progress):
+    """pooch's downloader: ``url``'s body to ``output_file`` (the temporary file pooch moves
+    into place), through ``progress``.
+
+    ``requests``' read timeout bounds each read, so a server that sends a byte every few
+    seconds would never time out; here a watchdog also cuts a transfer that brings fewer than
+    ``STALL_BYTES`` in ``READ_TIMEOUT`` seconds (shutting its socket down wakes the read).
+    """
+    import requests  # lazy: with pooch, only a download needs it
+
+    response = requests.get(
+        url,
+        stream=True,
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        # The bytes as stored: a server that compresses on the fly declares the encoded
+        # length, which the decoded file would never match.
+        headers={"Accept-Encoding": "identity"},
+    )
+    try:
+        response.raise_for_status()
+        progress.total = int(response.headers.get("content-length") or 0)
+        with open(output_file, "wb") as out, _StallWatchdog(response) as watchdog:
+            try:
+                for chunk in response.iter_content(chunk_size=STALL_BYTES):
+                    watchdog.received(len(chunk))
+                    out.write(chunk)
+                    progress.update(len(chunk))
+            except (requests.exceptions.RequestException, OSError):
+                if watchdog.fired:
+                    raise requests.exceptions.ReadTimeout("stalled") from None
+                raise
+    finally:
+        response.close()
+
+
+class _StallWatchdog:
+    """Shuts ``response``'s connection down when fewer than ``STALL_BYTES`` arrived in the
+    last ``READ_TIMEOUT`` seconds; ``fired`` says it did."""
+
+    def __init__(self, response):
+        self._response = response
+        self._window_start = time.monotonic()
+        self._window_bytes = 0
+        self._done = threading.Event()
+        self.fired = False
+
+    def received(self, count):
+        self._window_bytes += count
+        if self._window_bytes >= STALL_BYTES:
+            self._window_start, self._window_bytes = time.monotonic(), 0
+
+    def _watch(self):
+        while not self._done.wait(min(1.0, READ_TIMEOUT / 4)):
+            if time.monotonic() - self._window_start > READ_TIMEOUT:
+                self.fired = True
+                # Through a duplicate of the connection's descriptor: shutting a socket down
+                # acts on the connection itself, which the reading thread then sees closed.
+                # The response may have ended meanwhile (no file left): nothing to cut then.
+                with contextlib.suppress(Exception):
+                    if not self._done.is_set():
+                        with socket.socket(fileno=os.dup(self._response.raw.fileno())) as sock:
+                            sock.shutdown(socket.SHUT_RDWR)
+                return
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
 
 
 def _is_request_error(error):
@@ -313,7 +386,7 @@ def _classify(error):
         return True, f"no connection within {CONNECT_TIMEOUT} s"
     cause = error.args[0] if error.args else None  # a timeout while streaming arrives wrapped
     if isinstance(error, requests.exceptions.Timeout) or "timed out" in str(cause):
-        return True, f"no data for {READ_TIMEOUT} s"
+        return True, f"no data, or less than {STALL_BYTES // 1024} KiB, for {READ_TIMEOUT} s"
     if isinstance(error, requests.exceptions.ChunkedEncodingError):
         return True, f"the connection closed after part of the file ({_first_line(error)})"
     if isinstance(error, requests.exceptions.ConnectionError):
