@@ -6,6 +6,10 @@ import tensorflow as tf
 from elmo_tf.layers import lstm_layout
 from elmo_tf.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
+# Steps whose input half is computed together (run_directions): 8 steps of the default 128 rows
+# make one matmul of up to 1,024 rows.
+PROJECTION_STEPS = 8
+
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
 class BidirectionalLSTMStack(keras.layers.Layer):
@@ -18,7 +22,7 @@ class BidirectionalLSTMStack(keras.layers.Layer):
     without the skip. Layer ``l``'s output is ``concat(forward_l, backward_l)``.
 
     Each layer runs both directions in one ``tf.while_loop`` over time; the input half of each
-    gate matmul is done for all steps at once before the loop. ``run_streams`` is the layer
+    gate matmul is done for blocks of steps at once (``PROJECTION_STEPS``). ``run_streams`` is the layer
     loop itself, for callers that hold the backward stream already reversed and want dropout
     between layers (the training biLM); ``call`` runs it on one input.
 
@@ -179,9 +183,15 @@ def run_directions(cells, inputs, mask, states, resets=None):
     The recurrence computes only the rows still running: rows are put in order of decreasing
     length, so at step ``t`` the rows that still have a real position are a prefix of the
     batch, and the step's matmuls run on that prefix alone. The input half of the gates is
-    computed once, before the loop, on the real positions alone. A batch's FLOPs are then
+    computed outside the steps, on the real positions alone. A batch's FLOPs are then
     proportional to its real positions, not to ``batch x longest``; the rows come back in
     their original order at the end.
+
+    The input half is computed a block of ``PROJECTION_STEPS`` steps at a time, in an outer
+    loop around the steps: all steps at once made a ``(real positions, 4D)`` array per cell,
+    the largest of a batch (a batch of 6,144 tokens of the published shape: 400 MB per
+    direction, 800 MB for both), where a block of 8 steps of 128 rows is 67 MB, still one
+    matmul of about a thousand rows.
     """
     lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # (B,)
     order = tf.argsort(lengths, direction="DESCENDING", stable=True)
@@ -198,27 +208,25 @@ def run_directions(cells, inputs, mask, states, resets=None):
     active = tf.reduce_sum(
         tf.cast(sorted_lengths[None, :] > tf.range(num_steps)[:, None], tf.int32), axis=1
     )
-    # The input half of every gate pre-activation, for all real positions at once, packed in
-    # time-major order: step t's rows are projected[k][offsets[t] : offsets[t] + active[t]].
+    # The input half of every gate pre-activation, on the real positions, packed in time-major
+    # order: step t's rows are packed[k][offsets[t] : offsets[t] + active[t]].
     # Padding gets none (the recurrence never reads it): on length-sorted batches of 128 that
     # is a third to a half of the positions, and this matmul was half of the biLSTM's time.
     # Packed before the matmul: its input is 4D / input_dim times narrower than its output
     # (32x for the published shape), so packing the input moves that many times fewer bytes.
     offsets = tf.cumsum(active, exclusive=True)
+    bounds = tf.concat([offsets, tf.reduce_sum(active, keepdims=True)], axis=0)  # (T + 1,)
     real = tf.range(tf.shape(mask)[0])[None, :] < active[:, None]  # (T, B)
+    packed = [tf.boolean_mask(tf.transpose(x, [1, 0, 2]), real) for x in inputs]  # (N, input)
     # The gate matmuls' layout for this machine (lstm_layout): per gate, the input half is kept
-    # as four (N, D) parts from the start and the step splits nothing.
+    # as four (n, D) parts and the step splits nothing.
     per_gate = lstm_layout.layout_for(cells[0]) == "per_gate"
-    projected = [
-        cell.project_inputs(tf.boolean_mask(tf.transpose(x, [1, 0, 2]), real), per_gate)
-        for cell, x in zip(cells, inputs)
-    ]
     recurrent_kernels = [  # sliced once, not per step
         cell.gate_recurrent_kernels() if per_gate else cell.recurrent_kernel for cell in cells
     ]
     arrays = [
         tf.TensorArray(
-            (projected[0][0] if per_gate else projected[0]).dtype,
+            inputs[0].dtype,
             size=num_steps,
             # The static batch size when known: TFLite can only lower a TensorArray whose
             # element shape is fully static (None keeps the SavedModel's dynamic batch).
@@ -227,9 +235,11 @@ def run_directions(cells, inputs, mask, states, resets=None):
         for cell in cells
     ]
 
-    def body(t, states, arrays):
+    def step(t, start, projected, states, arrays):
+        """Step ``t``; its rows of ``projected`` begin at ``offsets[t] - start``."""
         n = active[t]
-        rows = slice(offsets[t], offsets[t] + n)
+        first = offsets[t] - start
+        rows = slice(first, first + n)
         new_states, new_arrays = [], []
         for k, cell in enumerate(cells):
             c_prev, h_prev = states[k]
@@ -249,10 +259,30 @@ def run_directions(cells, inputs, mask, states, resets=None):
                 x.set_shape(like.shape)
             new_states.append((c, h))
             new_arrays.append(arrays[k].write(t, output))
-        return t + 1, new_states, new_arrays
+        return new_states, new_arrays
 
+    def block(b, states, arrays):
+        """Steps ``b * PROJECTION_STEPS`` onwards: their input half first, in one matmul per
+        cell on their packed rows, then the steps themselves."""
+        first = b * PROJECTION_STEPS
+        last = tf.minimum(first + PROJECTION_STEPS, num_steps)
+        start = bounds[first]
+        projected = [
+            cell.project_inputs(x[start : bounds[last]], per_gate) for cell, x in zip(cells, packed)
+        ]
+
+        def body(t, states, arrays):
+            states, arrays = step(t, start, projected, states, arrays)
+            return t + 1, states, arrays
+
+        _, states, arrays = tf.while_loop(
+            lambda t, *_: t < last, body, (first, list(states), arrays)
+        )
+        return b + 1, states, arrays
+
+    num_blocks = (num_steps + PROJECTION_STEPS - 1) // PROJECTION_STEPS
     _, states, arrays = tf.while_loop(
-        lambda t, *_: t < num_steps, body, (tf.constant(0), list(states), arrays)
+        lambda b, *_: b < num_blocks, block, (tf.constant(0), list(states), arrays)
     )
     outputs = [tf.gather(tf.transpose(a.stack(), [1, 0, 2]), restore) for a in arrays]  # (B, T, P)
     states = [tuple(tf.gather(s, restore) for s in state) for state in states]
