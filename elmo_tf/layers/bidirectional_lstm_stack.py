@@ -6,9 +6,10 @@ import tensorflow as tf
 from elmo_tf.layers import lstm_layout
 from elmo_tf.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
-# Steps whose input half is computed together (run_directions): 8 steps of the default 128 rows
-# make one matmul of up to 1,024 rows.
-PROJECTION_STEPS = 8
+# Rows (batch rows x steps) whose input half is computed together (run_directions): the steps
+# of a block are PROJECTION_ROWS // batch rows, 8 for the default 128 rows, every step for one
+# sentence (a block reads the whole input kernel, however few its rows).
+PROJECTION_ROWS = 1024
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
@@ -22,9 +23,9 @@ class BidirectionalLSTMStack(keras.layers.Layer):
     without the skip. Layer ``l``'s output is ``concat(forward_l, backward_l)``.
 
     Each layer runs both directions in one ``tf.while_loop`` over time; the input half of each
-    gate matmul is done for blocks of steps at once (``PROJECTION_STEPS``). ``run_streams`` is the layer
-    loop itself, for callers that hold the backward stream already reversed and want dropout
-    between layers (the training biLM); ``call`` runs it on one input.
+    gate matmul is done for blocks of steps at once (``PROJECTION_ROWS``). ``run_streams`` is
+    the layer loop itself, for callers that hold the backward stream already reversed and want
+    dropout between layers (the training biLM); ``call`` runs it on one input.
 
     Args:
         num_layers: layers per direction.
@@ -187,11 +188,11 @@ def run_directions(cells, inputs, mask, states, resets=None):
     proportional to its real positions, not to ``batch x longest``; the rows come back in
     their original order at the end.
 
-    The input half is computed a block of ``PROJECTION_STEPS`` steps at a time, in an outer
-    loop around the steps: all steps at once made a ``(real positions, 4D)`` array per cell,
-    the largest of a batch (a batch of 6,144 tokens of the published shape: 400 MB per
-    direction, 800 MB for both), where a block of 8 steps of 128 rows is 67 MB, still one
-    matmul of about a thousand rows.
+    The input half is computed a block of steps at a time (``PROJECTION_ROWS`` rows: 8 steps
+    of 128 rows), in an outer loop around the steps: all steps at once made a ``(real
+    positions, 4D)`` array per cell, the largest of a batch (a batch of 6,144 tokens of the
+    published shape: 400 MB per direction, 800 MB for both), where a block of 1,024 rows is
+    67 MB, still one matmul of a thousand rows.
     """
     lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # (B,)
     order = tf.argsort(lengths, direction="DESCENDING", stable=True)
@@ -261,11 +262,13 @@ def run_directions(cells, inputs, mask, states, resets=None):
             new_arrays.append(arrays[k].write(t, output))
         return new_states, new_arrays
 
+    block_steps = tf.maximum(1, PROJECTION_ROWS // tf.shape(mask)[0])
+
     def block(b, states, arrays):
-        """Steps ``b * PROJECTION_STEPS`` onwards: their input half first, in one matmul per
-        cell on their packed rows, then the steps themselves."""
-        first = b * PROJECTION_STEPS
-        last = tf.minimum(first + PROJECTION_STEPS, num_steps)
+        """Steps ``b * block_steps`` onwards: their input half first, in one matmul per cell
+        on their packed rows, then the steps themselves."""
+        first = b * block_steps
+        last = tf.minimum(first + block_steps, num_steps)
         start = bounds[first]
         projected = [
             cell.project_inputs(x[start : bounds[last]], per_gate) for cell, x in zip(cells, packed)
@@ -280,7 +283,7 @@ def run_directions(cells, inputs, mask, states, resets=None):
         )
         return b + 1, states, arrays
 
-    num_blocks = (num_steps + PROJECTION_STEPS - 1) // PROJECTION_STEPS
+    num_blocks = (num_steps + block_steps - 1) // block_steps
     _, states, arrays = tf.while_loop(
         lambda b, *_: b < num_blocks, block, (tf.constant(0), list(states), arrays)
     )
