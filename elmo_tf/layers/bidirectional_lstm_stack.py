@@ -262,7 +262,7 @@ def run_directions(cells, inputs, mask, states, resets=None):
             new_arrays.append(arrays[k].write(t, output))
         return new_states, new_arrays
 
-    block_steps = tf.maximum(1, PROJECTION_ROWS // tf.shape(mask)[0])
+    block_steps = tf.maximum(1, PROJECTION_ROWS // tf.maximum(1, tf.shape(mask)[0]))
 
     def block(b, states, arrays):
         """Steps ``b * block_steps`` onwards: their input half first, in one matmul per cell
