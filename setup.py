@@ -44,6 +44,7 @@ setup(
         "beam": ["apache-beam>=2.77,<2.78", "pyarrow>=14", "google-crc32c>=1.5,<2"],
         "dev": [
             "pytest>=8,<10",
+            "pytest-xdist>=3.6,<4",  # the suite runs on two workers (pyproject.toml)
             "ruff==0.17.6",  # lint and format; pinned so CI and developers agree
             "grpcio>=1.85,<2",
             "tensorflow-serving-api>=2.21,<2.22",

@@ -1,11 +1,23 @@
-"""Shared fixtures: the reference data copied from ../shared/reference into tests/fixtures."""
+"""Shared fixtures: the reference data copied from ../shared/reference into tests/fixtures,
+and what is expensive to make (SavedModel exports, the ``small``-shaped weight files), made
+once per test run and shared by every test and every pytest-xdist worker (``made_once``).
 
+A shared directory is read-only by convention: a test that changes what it holds copies it
+first (``shutil.copytree``), which costs milliseconds where an export costs seconds.
+"""
+
+import contextlib
+import fcntl
 import importlib.util
 import json
 import os
 import pathlib
+import shutil
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# One gate layout in every test (and in every process a test starts), not a per-process
+# autotune of each new shape; the layout's own tests (test_lstm_layout.py) set it themselves.
+os.environ["ELMO_TF_LSTM_LAYOUT"] = "fused"
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -75,21 +87,90 @@ def no_real_downloads(tmp_path_factory):
         yield
 
 
+# Memory one worker may take: TensorFlow, a few models and exports, a server.
+WORKER_BYTES = 3 << 30
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: a worker per core, at most as many as memory holds, at most 4 (each
+    worker imports TensorFlow; past the cores, workers only share them)."""
+    cores = len(os.sched_getaffinity(0))
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(1, min(cores, memory // WORKER_BYTES, 4))
+
+
+def pytest_configure(config):
+    """A pytest-xdist worker's TensorFlow runs one op at a time on one thread: the workers
+    share the cores, and the suite's models are too small to gain from several."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import elmo_tf
+
+        elmo_tf.configure_threads(1, 1, warn=False)
+
+
+def made_once(tmp_path_factory, name, make):
+    """The directory ``make(directory)`` fills, made once per test run.
+
+    Under pytest-xdist every worker gets the same directory: the first to ask makes it under
+    a file lock while the others wait (the workers' base temporary directories share their
+    parent, which is this run's alone).
+    """
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    directory = base / f"shared-{name}"
+    with open(base / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (directory / ".complete").exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir()
+            make(directory)
+            (directory / ".complete").touch()
+    return directory
+
+
+def _make_weights_module():
+    spec = importlib.util.spec_from_file_location("make_weights", FIXTURES / "make_weights.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def small_official_files(tmp_path_factory):
     """``(options.json, weights.hdf5)`` in the published ``small`` shape (random weights,
-    54 MB), made once per test session."""
-    import subprocess
-    import sys
+    54 MB), made once per test run."""
 
-    directory = tmp_path_factory.mktemp("small_official")
-    subprocess.run(
-        [sys.executable, str(FIXTURES / "make_weights.py"), "small", str(directory)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return directory / "small" / "options.json", directory / "small" / "weights.hdf5"
+    def make(directory):
+        make_weights = _make_weights_module()
+        options = make_weights.options_for("small")
+        (directory / "options.json").write_text(json.dumps(options), encoding="utf-8")
+        make_weights.write_weights(
+            options, str(directory / "weights.hdf5"), make_weights.SEEDS["small"]
+        )
+
+    directory = made_once(tmp_path_factory, "small_official", make)
+    return directory / "options.json", directory / "weights.hdf5"
+
+
+def _export(model, directory, **kwargs):
+    from elmo_tf.export.saved_model import export_saved_model
+
+    with contextlib.redirect_stderr(None):
+        export_saved_model(model, str(directory), **kwargs)
+
+
+@pytest.fixture(scope="session")
+def tiny_export(tiny_files, tmp_path_factory):
+    """A model base path (``.../elmo``) holding version 1 of the tiny model, exported as
+    ``elmo-tf export saved-model`` exports it. Shared: copy it to change it."""
+
+    def make(directory):
+        import elmo_tf
+
+        _export(elmo_tf.load_pretrained(*tiny_files), directory / "elmo")
+
+    return made_once(tmp_path_factory, "tiny_export", make) / "elmo"
 
 
 @pytest.fixture(scope="session")
@@ -109,3 +190,34 @@ def model_mirror(small_official_files):
     }
     with ModelMirror(files) as mirror:
         yield mirror
+
+
+# Device numbers of the null and zero character devices (Linux's mem driver).
+_DEVICES = {"null device": (1, 3), "zero device": (1, 5)}
+
+
+def special_file(path, kind):
+    """Makes a file that is not a regular file at ``path`` (under a test's ``tmp_path``) and
+    returns ``path``: ``"fifo"``, ``"socket"`` (a bound Unix socket, closed), or ``"null
+    device"`` / ``"zero device"``, a character device node made with ``os.mknod`` (root only:
+    skipped otherwise).
+
+    Tests never aim code at ``/dev``, ``/proc`` or ``/sys``: a regressed check would replace
+    or fill what the whole machine uses. A node made here is what a regression can break.
+    """
+    import socket
+    import stat
+
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(str(path))
+    elif kind in _DEVICES:
+        try:
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(*_DEVICES[kind]))
+        except PermissionError:
+            pytest.skip("making a device node needs root (CI runs as root)")
+    else:
+        raise ValueError(kind)
+    return path

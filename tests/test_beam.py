@@ -108,12 +108,8 @@ def keras_parquet(corpus, tiny_files, tmp_path_factory, workers_import_this_tree
 
 
 @pytest.fixture(scope="module")
-def saved_model_dir(tiny_model, tmp_path_factory):
-    from elmo_tf.export.saved_model import export_saved_model
-
-    base = tmp_path_factory.mktemp("exported")
-    export_saved_model(tiny_model, str(base))
-    return base  # holds version 1; the handler picks it
+def saved_model_dir(tiny_export):
+    return tiny_export  # holds version 1; the handler picks it
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,8 @@ from conftest import TINY
 from elmo_tf import native_logs
 from elmo_tf.cli.main import _all_parsers, build_parser
 
+ELMO_TF = os.path.join(os.path.dirname(sys.executable), "elmo-tf")
+
 NATIVE_NOISE = [
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
     "I0000 00:00:1795431059.823246    2784 port.cc:153] oneDNN custom operations are on.",
@@ -79,7 +81,7 @@ def _cli(*argv, env_extra=None):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env.update(env_extra or {})
     return subprocess.run(
-        [sys.executable, "-m", "elmo_tf", *argv],
+        [ELMO_TF, *argv],  # the console script, as users run it
         capture_output=True,
         text=True,
         env=env,

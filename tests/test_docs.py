@@ -17,10 +17,12 @@ A ``text`` block right after a run block, marked ``<!-- test: output -->``, is w
 prints: the test compares it. A block without a directive fails, so a new example cannot go
 untested by accident.
 
-A document's blocks run in order, in a directory of their own that holds what a clone holds
-besides the package (``CLONE``) and the files a document says it starts from (``SETUP``), with
-``elmo-tf`` on the PATH; python blocks of one document share one Python process (each block in
-a fresh namespace), as a user's session would.
+A document's blocks run in order, in a directory that holds what a clone holds besides the
+package (``CLONE``) and the files the document says it starts from (``SETUP``), with
+``elmo-tf`` on the PATH. Documents that start from the same files form a group: one directory
+and one Python process, which runs their python blocks (each in a fresh namespace, as a user's
+session would) and their ``elmo-tf`` commands (``Session``), so TensorFlow starts once a group,
+not once a command.
 The ports 8500 and 8501 in a document become free ports, so that tests never collide, and the
 published models come from a loopback mirror (``model_mirror``: random weights in the ``small``
 shape), never from the internet.
@@ -35,10 +37,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
-from conftest import FIXTURES, _installed
+from conftest import _installed
 
 from elmo_tf.extras import EXTRAS
 
@@ -132,25 +135,19 @@ def test_the_docs_run_most_of_their_examples():
 # ------------------------------------------------------------------ documents' starting files
 
 
-def _official_small_files(path):
+def _official_small_files(path, small_files):
     """docs/migration.md's starting directory: official-shape files (random weights in the
     published ``small`` shape), a simple_elmo-style directory and a sentence file."""
-    subprocess.run(
-        [sys.executable, str(FIXTURES / "make_weights.py"), "small", str(path / "made")],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    for name in ("options.json", "weights.hdf5"):
-        shutil.copy(path / "made" / "small" / name, path / name)
+    options, weights = small_files
+    shutil.copy(options, path / "options.json")
+    shutil.copy(weights, path / "weights.hdf5")
     (path / "model_dir").mkdir()
-    shutil.copy(path / "options.json", path / "model_dir" / "options.json")
-    shutil.copy(path / "weights.hdf5", path / "model_dir" / "model.hdf5")
-    shutil.rmtree(path / "made")
+    shutil.copy(options, path / "model_dir" / "options.json")
+    shutil.copy(weights, path / "model_dir" / "model.hdf5")
     (path / "sentences.txt").write_text("The cat sat .\n\nHello world !\n", encoding="utf-8")
 
 
-def _a_corpus(path):
+def _a_corpus(path, small_files):
     """docs/beam.md's starting directory: a small corpus of text files."""
     corpus = path / "corpus"
     corpus.mkdir()
@@ -169,15 +166,26 @@ CLONE = ("examples", "serving", "benchmarks", "export", "scripts")
 
 
 class Session:
-    """One document's directory, its Python process and its background servers."""
+    """A group of documents that start from the same files (the same ``SETUP``): one
+    directory, one Python process that runs their python blocks and their ``elmo-tf``
+    commands, and the background servers of the document that runs now.
 
-    def __init__(self, document, directory):
-        self.document = document
+    An ``elmo-tf`` command in a bash block reaches the group's Python process through a
+    small ``elmo-tf`` on the PATH (``SHIM``): the process runs ``elmo_tf.cli.main.main``
+    with the command's arguments, working directory and environment, and the shim prints
+    what it printed and exits with its status. The block's text is what a user types; what
+    only a process of its own shows (signals, exit codes of the console script, the native
+    log filter) is tested in test_cli.py. A server started in the background is a real
+    process of its own.
+    """
+
+    def __init__(self, directory):
         self.directory = directory
         self.ports = {8500: _free_port(), 8501: _free_port()}
         self.kernel = None
         self.background = []
-        self.failed = None
+        self.document = None
+        self.failed = {}  # document -> the id of its block that failed
         bin_dir = os.path.dirname(sys.executable)
         self.env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
         self.env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
@@ -190,22 +198,25 @@ class Session:
         return code
 
     def run(self, block):
+        if block.document != self.document:  # a document's servers end with it
+            self._stop_background()
+            self.document = block.document
         code = self.code(block)
         if block.language == "python":
             if "fresh" in block.words:
-                return self._subprocess([sys.executable, "-c", code])
+                return self._subprocess([sys.executable, "-c", code], self.env)
             return self._kernel().run(code)
         if block.language == "console":
             code = "\n".join(line[2:] for line in code.splitlines() if line.startswith("$ "))
         if "background" in block.words:
             return self._start_background(code)
-        return self._subprocess(["bash", "-euo", "pipefail", "-c", code])
+        return self._subprocess(["bash", "-euo", "pipefail", "-c", code], self._kernel().env)
 
-    def _subprocess(self, argv):
+    def _subprocess(self, argv, env):
         done = subprocess.run(
             argv,
             cwd=self.directory,
-            env=self.env,
+            env=env,
             capture_output=True,
             text=True,
             timeout=BLOCK_TIMEOUT,
@@ -223,7 +234,7 @@ class Session:
         process = subprocess.Popen(
             ["bash", "-c", f"exec {code.strip()}"],
             cwd=self.directory,
-            env=self.env,
+            env=self.env,  # the real elmo-tf: a server is a process of its own
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -238,9 +249,7 @@ class Session:
             time.sleep(0.2)
         return ""
 
-    def close(self):
-        if self.kernel is not None:
-            self.kernel.close()
+    def _stop_background(self):
         for process, log in self.background:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
@@ -250,14 +259,23 @@ class Session:
                     os.killpg(process.pid, signal.SIGKILL)
                     process.wait()
             log.close()
+        self.background = []
+
+    def close(self):
+        if self.kernel is not None:
+            self.kernel.close()
+        self._stop_background()
 
 
-# The shared Python process: it runs the file named on each stdin line in a fresh namespace,
-# its output in FILE.out, then writes FILE.done (holding the traceback if the block failed).
+# The group's Python process. Its main thread waits for two kinds of work: a block (the
+# file named by a line on stdin: run in a fresh namespace, its output in FILE.out, then
+# FILE.done holding the traceback if it failed) and an elmo-tf command (a connection on the
+# Unix socket in argv[1]: a JSON request {argv, cwd, env}, answered {status, stdout,
+# stderr}). Work runs on the main thread, where a command can install signal handlers.
 KERNEL = r"""
-import contextlib, sys, traceback
-for path in sys.stdin:
-    path = path.strip()
+import contextlib, io, json, os, selectors, socket, sys, traceback
+
+def run_block(path):
     error = ""
     with open(path + ".out", "w") as out, contextlib.redirect_stdout(out):
         try:
@@ -266,6 +284,62 @@ for path in sys.stdin:
             error = traceback.format_exc()
     with open(path + ".done", "w") as done:
         done.write(error)
+
+def run_command(connection):
+    with connection, connection.makefile("rwb") as stream:
+        request = json.loads(stream.readline())
+        cwd, environ = os.getcwd(), dict(os.environ)
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            os.chdir(request["cwd"])
+            os.environ.clear()
+            os.environ.update(request["env"])
+            from elmo_tf.cli.main import main
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    status = main(request["argv"])
+                except SystemExit as e:
+                    status = e.code if isinstance(e.code, int) else int(e.code is not None)
+                except BaseException:
+                    traceback.print_exc()
+                    status = 1
+        finally:
+            os.chdir(cwd)
+            os.environ.clear()
+            os.environ.update(environ)
+        answer = {"status": status, "stdout": out.getvalue(), "stderr": err.getvalue()}
+        stream.write(json.dumps(answer).encode() + b"\n")
+
+listener = socket.socket(socket.AF_UNIX)
+listener.bind(sys.argv[1])
+listener.listen()
+selector = selectors.DefaultSelector()
+selector.register(sys.stdin, selectors.EVENT_READ)
+selector.register(listener, selectors.EVENT_READ)
+while True:
+    for key, _ in selector.select():
+        if key.fileobj is listener:
+            run_command(listener.accept()[0])
+            continue
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        run_block(line.strip())
+"""
+
+# The elmo-tf a bash block finds on its PATH: it hands its command to the group's process.
+SHIM = r"""
+import json, os, socket, sys
+with socket.socket(socket.AF_UNIX) as s:
+    s.connect(os.environ["ELMO_TF_DOCS_KERNEL"])
+    with s.makefile("rwb") as stream:
+        request = {"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}
+        stream.write(json.dumps(request).encode() + b"\n")
+        stream.flush()
+        answer = json.loads(stream.readline())
+sys.stdout.write(answer["stdout"])
+sys.stderr.write(answer["stderr"])
+sys.exit(answer["status"])
 """
 
 
@@ -274,8 +348,17 @@ class _Kernel:
         self.directory = directory
         self.count = 0
         self.log = open(directory / ".python-session.log", "w+")  # noqa: SIM115
+        # A short path: a Unix socket's name holds at most 107 bytes.
+        self.socket_dir = tempfile.mkdtemp(prefix="elmo-docs-")
+        address = os.path.join(self.socket_dir, "kernel")
+        shim_dir = directory / ".shim"
+        shim_dir.mkdir()
+        (shim_dir / "elmo-tf").write_text(f"#!{sys.executable}\n{SHIM}", encoding="utf-8")
+        (shim_dir / "elmo-tf").chmod(0o755)
+        self.env = dict(env, ELMO_TF_DOCS_KERNEL=address)
+        self.env["PATH"] = str(shim_dir) + os.pathsep + env["PATH"]
         self.process = subprocess.Popen(
-            [sys.executable, "-u", "-c", KERNEL],
+            [sys.executable, "-u", "-c", KERNEL, address],
             cwd=directory,
             env=env,
             stdin=subprocess.PIPE,
@@ -283,6 +366,12 @@ class _Kernel:
             stderr=subprocess.STDOUT,
             text=True,
         )
+        deadline = time.monotonic() + 120
+        while not os.path.exists(address):  # listening: commands may come
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.log.seek(0)
+                pytest.fail(f"the Python session did not start:\n{self.log.read()[-4000:]}")
+            time.sleep(0.02)
 
     def run(self, code):
         self.count += 1
@@ -309,6 +398,7 @@ class _Kernel:
             self.process.kill()
             self.process.wait()
         self.log.close()
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
 
 
 def _untracked(directory, names):
@@ -329,20 +419,22 @@ def _accepts(port):
 
 
 @pytest.fixture(scope="module")
-def sessions(tmp_path_factory, model_mirror):
-    """Each document's ``Session``; published models come from the loopback mirror."""
+def sessions(tmp_path_factory, model_mirror, small_official_files):
+    """The ``Session`` of each group of documents (those with the same ``SETUP``);
+    published models come from the loopback mirror."""
     opened = {}
 
     def session(document):
-        if document not in opened:
+        setup = SETUP.get(document)
+        if setup not in opened:
             directory = tmp_path_factory.mktemp(re.sub(r"\W", "_", document))
             for name in CLONE:
                 shutil.copytree(ROOT / name, directory / name, ignore=_untracked)
-            if document in SETUP:
-                SETUP[document](directory)
-            opened[document] = Session(document, directory)
-            opened[document].env["ELMO_TF_MODEL_BASE_URL"] = model_mirror.base_url
-        return opened[document]
+            if setup is not None:
+                setup(directory, small_official_files)
+            opened[setup] = Session(directory)
+            opened[setup].env["ELMO_TF_MODEL_BASE_URL"] = model_mirror.base_url
+        return opened[setup]
 
     yield session
     for session_ in opened.values():
@@ -360,12 +452,14 @@ def test_block_runs_as_written(block, sessions):
         if word.startswith("needs=") and not _installed(*EXTRAS[word[6:]]):
             pytest.skip(f"needs the [{word[6:]}] extra")
     session = sessions(block.document)
-    if session.failed is not None:
-        pytest.skip(f"an earlier block of {block.document} failed ({session.failed})")
+    if block.document in session.failed:
+        pytest.skip(
+            f"an earlier block of {block.document} failed ({session.failed[block.document]})"
+        )
     try:
         printed = session.run(block)
     except BaseException:
-        session.failed = block.id
+        session.failed[block.document] = block.id
         raise
     expected = OUTPUTS.get(block.id)
     if expected is not None:

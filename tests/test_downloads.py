@@ -76,6 +76,22 @@ def test_offline_names_the_missing_file_and_the_command(mirror, monkeypatch):
     assert elmo_tf.ELMo.from_preset("small", load_weights=False).config.lstm_dim == 1024
 
 
+def test_offline_loads_a_cached_model_without_a_request(mirror, monkeypatch, small_official_files):
+    elmo_tf.ELMo.from_preset("small")  # fills the cache
+    mirror.requests.clear()
+    monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
+    # the mirror broken too: whatever asks the network would fail or be counted
+    mirror.faults.update({OPTIONS_PATH: "500", WEIGHTS_PATH: "500"})
+    model = elmo_tf.ELMo.from_preset("small")
+    assert mirror.requests == {}
+    local = elmo_tf.load_pretrained(*small_official_files)
+    for a, b in zip(model.get_weights(), local.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    urls = SMALL.urls(mirror.base_url)
+    assert elmo_tf.load_pretrained(*urls).config.lstm_dim == 1024  # the URLs, offline
+    assert mirror.requests == {}
+
+
 @pytest.mark.parametrize(
     "path, fault, error, fragment",
     [

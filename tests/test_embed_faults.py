@@ -10,7 +10,7 @@ import time
 
 import h5py
 import pytest
-from conftest import TINY
+from conftest import TINY, special_file
 
 import elmo_tf
 from elmo_tf import files
@@ -175,7 +175,10 @@ def test_a_runaway_line_is_refused_by_name(tmp_path, capsys):
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda d: "/dev/zero", "line 1 is longer than 1,048,576 bytes"),
+        (
+            lambda d: special_file(d / "zero", "zero device"),
+            "line 1 is longer than 1,048,576 bytes",
+        ),
         (lambda d: _write(d / "one_line.txt", b"w " * 3_000_000), "line 1 is longer than"),
         (lambda d: _write(d / "late.txt", b"fine .\n" * 10 + b"x" * 2_000_000), "line 11 is"),
     ],
@@ -243,24 +246,27 @@ def test_a_bad_output_path_is_refused_before_any_work(
     assert source.read_text(encoding="utf-8").count("\n") == 2
 
 
-@pytest.mark.parametrize("kind", ["fifo", "link to /dev/null", "link to a pipe's fd"])
+@pytest.mark.parametrize(
+    "kind", ["fifo", "socket", "null device", "link to a null device", "link to a fifo"]
+)
 def test_an_output_that_is_not_a_file_is_refused_before_any_work(tmp_path, monkeypatch, kind):
     # The output is written as a new file renamed onto its name: a device, a pipe or
-    # /dev/stdout (a link to /proc/self/fd/1) would be replaced, not written to.
+    # /dev/stdout (a link to /proc/self/fd/1, that is to a pipe or a terminal) would be
+    # replaced, not written to. Every special file here is made under tmp_path.
     source = _corpus(tmp_path / "in.txt", lines=2)
     output = tmp_path / "out.hdf5"
-    read_end, write_end = os.pipe()
-    try:
-        if kind == "fifo":
-            os.mkfifo(output)
-        elif kind == "link to /dev/null":
-            os.symlink("/dev/null", output)
-        else:
-            os.symlink(f"/proc/self/fd/{write_end}", output)
-        monkeypatch.setattr("elmo_tf.cli.embed.load_model", lambda *a, **k: pytest.fail("loaded"))
-        assert main(["embed", str(source), str(output), *MODEL]) == 1
-    finally:
-        os.close(read_end)
-        os.close(write_end)
-    assert os.path.islink(output) or stat.S_ISFIFO(os.lstat(output).st_mode)
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    if kind.startswith("link to a "):
+        target = special_file(tmp_path / "target", kind.removeprefix("link to a "))
+        os.symlink(target, output)
+    else:
+        special_file(output, kind)
+    before = os.lstat(output)
+    monkeypatch.setattr("elmo_tf.cli.embed.load_model", lambda *a, **k: pytest.fail("loaded"))
+    assert main(["embed", str(source), str(output), *MODEL]) == 1
+    after = os.lstat(output)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (
+        before.st_mode,
+        before.st_ino,
+        before.st_rdev,
+    )
+    assert not stat.S_ISREG(os.stat(output).st_mode)  # what it names was not replaced either

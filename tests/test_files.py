@@ -5,6 +5,7 @@ import re
 import stat
 
 import pytest
+from conftest import special_file
 
 from elmo_tf import files
 from elmo_tf.errors import ElmoError, InputFileError
@@ -78,15 +79,24 @@ def test_a_link_is_written_through_and_kept(tmp_path):
     assert os.path.islink(link) and target.read_text() == "new"
 
 
-@pytest.mark.parametrize("kind", ["fifo", "link to /dev/null"])
+@pytest.mark.parametrize("kind", ["fifo", "socket", "null device", "link to a null device"])
 def test_a_device_or_pipe_is_never_replaced(tmp_path, kind):
-    path = tmp_path / "out"
-    if kind == "fifo":
-        os.mkfifo(path)
+    (tmp_path / "made").mkdir()
+    path = tmp_path / "made" / "out"
+    if kind.startswith("link to "):
+        target = special_file(tmp_path / "device", kind.removeprefix("link to a "))
+        os.symlink(target, path)
     else:
-        os.symlink("/dev/null", path)
+        special_file(path, kind)
+    before = os.lstat(path)
     with pytest.raises(ElmoError, match="not a regular file; an output is written as a new file"):
         files.write_text(path, "x")
-    assert stat.S_ISFIFO(os.lstat(path).st_mode) or os.path.islink(path)
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
-    assert os.listdir(tmp_path) == ["out"]  # no temporary left
+    after = os.lstat(path)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (
+        before.st_mode,
+        before.st_ino,
+        before.st_rdev,
+    )
+    if kind.startswith("link to "):
+        assert stat.S_ISCHR(os.stat(path).st_mode)  # the device it names is still one
+    assert os.listdir(tmp_path / "made") == ["out"]  # no temporary left

@@ -327,6 +327,23 @@ def test_several_scalar_mixes_and_layer_norm(tiny_files):
     assert np.abs(out["elmo"] - out["elmo_1"]).max() > 1e-2
 
 
+@pytest.mark.parametrize(
+    "count, message",
+    [
+        (0, "must be from 1 to 64, got 0"),
+        (-1, "must be from 1 to 64, got -1"),
+        (65, "must be from 1 to 64, got 65"),
+        (2.0, "must be an integer, got 2.0"),
+        (True, "must be an integer, got True"),
+    ],
+)
+def test_a_number_of_output_representations_outside_1_to_64_is_refused(tiny_model, count, message):
+    """No mix at all (0) has no ``elmo`` output to give: refused before anything is built, as
+    are counts past the bound and numbers that are not integers."""
+    with pytest.raises(ValueError, match=f"num_output_representations {message}"):
+        elmo_tf.ELMo(tiny_model.config, num_output_representations=count)
+
+
 def test_gradients_reach_every_weight(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files, dropout=0.5)
     ids = elmo_tf.batch_to_ids(SENTENCES)

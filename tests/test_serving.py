@@ -62,13 +62,9 @@ OK = 200
 
 
 @pytest.fixture(scope="module")
-def base_path(tiny_files, tmp_path_factory):
-    """A model base path holding version 1 of the tiny model."""
-    from elmo_tf.export.saved_model import export_saved_model
-
-    base = tmp_path_factory.mktemp("models") / "elmo"
-    export_saved_model(elmo_tf.load_pretrained(*tiny_files), str(base))
-    return base
+def base_path(tiny_export):
+    """A model base path holding version 1 of the tiny model (shared: never changed)."""
+    return tiny_export
 
 
 @pytest.fixture(scope="module")
@@ -586,9 +582,7 @@ def _lines(stream):
 def test_sigterm_finishes_the_request_in_flight(base_path):
     """The request is slow because it waits 3 s for a batch to fill; SIGTERM comes at 1 s."""
     command = [
-        sys.executable,
-        "-m",
-        "elmo_tf",
+        os.path.join(os.path.dirname(sys.executable), "elmo-tf"),  # the console script
         "serve",
         "--model-base-path",
         str(base_path),
@@ -608,7 +602,12 @@ def test_sigterm_finishes_the_request_in_flight(base_path):
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
             future = stub.Predict.future(make_request(SENTENCES), timeout=TIMEOUT)
-            time.sleep(2.0)  # the request is queued in the server, for 6 s
+            # A status call sent after it on the same connection: once it is answered, the
+            # server has read the predict before it (its batch then waits 6 s to fill).
+            status = get_model_status_pb2.GetModelStatusRequest()
+            status.model_spec.name = "elmo"
+            model_service_pb2_grpc.ModelServiceStub(channel).GetModelStatus(status, timeout=TIMEOUT)
+            assert not future.done()
             process.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
             response = future.result(timeout=TIMEOUT)

@@ -30,7 +30,6 @@ from tensorflow_serving.apis import (  # noqa: E402
     prediction_service_pb2_grpc,
 )
 
-import elmo_tf  # noqa: E402
 from elmo_tf.serving.client import make_request  # noqa: E402
 from elmo_tf.serving.model_manager import ModelManager, State  # noqa: E402
 from elmo_tf.serving.server import ModelServer, ServerOptions  # noqa: E402
@@ -40,12 +39,9 @@ BEYOND_INT64 = "99999999999999999999"
 
 
 @pytest.fixture(scope="module")
-def exported(tiny_files, tmp_path_factory):
+def exported(tiny_export):
     """Version 1 of the tiny model, to copy under other names."""
-    from elmo_tf.export.saved_model import export_saved_model
-
-    base = tmp_path_factory.mktemp("exported") / "elmo"
-    return export_saved_model(elmo_tf.load_pretrained(*tiny_files), str(base))
+    return str(tiny_export / "1")
 
 
 def _manager(request, base):

@@ -10,9 +10,15 @@ through a temporary directory renamed into place, so a server watching OUTDIR ne
 half-written version.
 """
 
+import contextlib
 import os
 
 import tensorflow as tf
+
+try:  # private; without it an export traces every function twice (see save_context)
+    from tensorflow.python.saved_model import save_context as _tf_save_context
+except ImportError:  # pragma: no cover
+    _tf_save_context = None
 
 from elmo_tf import files
 from elmo_tf.export.saved_model_module import ElmoModule
@@ -25,8 +31,23 @@ def export_saved_model(model, outdir, version=None, trainable="mix", l2_coeffici
     os.makedirs(outdir, exist_ok=True)
     version, target = version_directory(outdir, version)
     # Traced with the layout that runs best across CPUs: the graph runs where it is served.
+    options = tf.saved_model.SaveOptions()
     with lstm_layout.exporting():
-        module = ElmoModule(model, trainable=trainable, l2_coefficient=l2_coefficient)
+        # Traced where tf.saved_model.save traces: a function traced outside its save context
+        # is traced again inside it (the context is part of the trace's key), every trace of
+        # the model twice (docs/performance.md, "Export").
+        with save_context(options):
+            module = ElmoModule(model, trainable=trainable, l2_coefficient=l2_coefficient)
+            signatures = module.signatures()
         with files.atomic_path(target) as staging:
-            tf.saved_model.save(module, staging, signatures=module.signatures())
+            tf.saved_model.save(module, staging, signatures=signatures, options=options)
     return target
+
+
+def save_context(options):
+    """TensorFlow's save context for ``options``: functions traced in it are the traces that
+    ``tf.saved_model.save(..., options=options)`` keeps (a private module: where it is
+    missing, no context, and the save traces again)."""
+    if _tf_save_context is None:  # pragma: no cover - a TensorFlow that moved it
+        return contextlib.nullcontext()
+    return _tf_save_context.save_context(options)

@@ -38,6 +38,7 @@ import tempfile
 import tensorflow as tf
 
 from elmo_tf import characters, extras, files, native_logs
+from elmo_tf.export.saved_model import save_context
 from elmo_tf.export.tflite_arguments import check_arguments
 from elmo_tf.layers import lstm_layout
 from elmo_tf.models.outputs import output_keys
@@ -76,11 +77,12 @@ def export_tflite(model, outfile, batch_size=1, max_length=None, quantize=None):
     # initialises; loading a SavedModel freezes them into constants.
     module = tf.Module()
     module.elmo_variables = [w.value for w in model.weights]
+    options = tf.saved_model.SaveOptions()
     # Traced with the layout that runs best across CPUs: the file runs on the user's device.
     with tempfile.TemporaryDirectory(prefix="elmo-tflite-") as saved_dir, lstm_layout.exporting():
-        tf.saved_model.save(
-            module, saved_dir, signatures={SIGNATURE_KEY: serve.get_concrete_function()}
-        )
+        with save_context(options):  # traced once, where the save traces (see save_context)
+            signatures = {SIGNATURE_KEY: serve.get_concrete_function()}
+        tf.saved_model.save(module, saved_dir, signatures=signatures, options=options)
         converter = tf.lite.TFLiteConverter.from_saved_model(saved_dir, [SIGNATURE_KEY])
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         if quantize == "dynamic":

@@ -1,0 +1,88 @@
+"""Every command, run the way users run it: the installed ``elmo-tf`` console script, in a
+process of its own.
+
+The rest of the suite calls ``elmo_tf.cli.main.main`` in the test process (a TensorFlow start
+per command would cost seconds); these tests cover what only a real process shows: the exit
+status of the console script, the stderr filter (one line of ours, no traceback, no native log
+line) and the arguments it reads. Signals are tested on ``serve`` (test_serving.py) and
+``train`` (test_training.py); ``--help`` without TensorFlow in test_package_layout.py.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = shutil.which("elmo-tf", path=os.path.dirname(sys.executable)) or shutil.which("elmo-tf")
+
+# command -> (arguments, exit status, what its one line of stderr holds)
+COMMANDS = {
+    "embed": (["embed", "nosuch.txt", "out.hdf5"], 1, "nosuch.txt: input file not found"),
+    "export": (
+        ["export", "saved-model", "out", "--options", "nosuch.json", "--weights", "w.hdf5"],
+        1,
+        "nosuch.json: options file not found",
+    ),
+    "serve": (["serve", "--model-base-path", "nosuch"], 1, "nosuch is not a directory"),
+    "client": (["client", "--server", "127.0.0.1:1", "hello"], 1, "127.0.0.1:1: UNAVAILABLE"),
+    "train": (
+        ["train", "nosuch.txt", "--checkpoint-dir", "ck"],
+        1,
+        "nosuch.txt: training file or directory not found",
+    ),
+    "evaluate": (
+        ["evaluate", "nosuch", "nosuch.txt"],
+        1,
+        "nosuch.txt: held-out file or directory not found",
+    ),
+    "senses": (
+        ["senses", "--options", "nosuch.json", "--weights", "w.hdf5"],
+        1,
+        "nosuch.json: options file not found",
+    ),
+    "dump-weights": (
+        ["dump-weights", "nosuch", "out"],
+        1,
+        "nosuch: neither a checkpoint directory nor a checkpoint prefix",
+    ),
+    "build-vocab": (
+        ["build-vocab", "nosuch.txt", "-o", "v.txt"],
+        1,
+        "nosuch.txt: training file or directory not found",
+    ),
+    "beam": (["beam", "--input", "nosuch.txt", "--output", "out/x"], 1, "no input file matches"),
+    "download": (["download", "nosuch"], 1, "unknown model 'nosuch'; published models:"),
+    "cache": (["cache", "list"], 0, None),
+}
+
+
+def _run(argv, cwd):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's
+    return subprocess.run(
+        [SCRIPT, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_every_command_is_listed():
+    from elmo_tf.cli.main import COMMANDS as MODULES
+
+    names = {"vocab": "build-vocab", "dump_weights": "dump-weights"}
+    assert sorted(COMMANDS) == sorted(names.get(m, m) for m in MODULES)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_the_console_script_runs_each_command(command, tmp_path):
+    assert SCRIPT, "the elmo-tf console script is not installed"
+    argv, status, fragment = COMMANDS[command]
+    done = _run(argv, tmp_path)
+    assert done.returncode == status, done.stderr[-2000:]
+    if fragment is None:
+        assert done.stderr == "" and done.stdout.startswith("cache: "), done.stdout
+        return
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("[1/2] loading")]
+    lines = [line for line in lines if not line.startswith("loading ")]
+    assert len(lines) == 1, done.stderr[-2000:]
+    assert lines[0].startswith(f"elmo-tf {argv[0]}: error: ") and fragment in lines[0], lines
+    assert not os.listdir(tmp_path)  # nothing written
