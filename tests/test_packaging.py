@@ -75,17 +75,17 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
         )
     )
     done = _run(
-        ["-m", "pytest", "--collect-only", "-q", "-p", "block_extras", "-p", "no:cacheprovider",
+        ["-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "block_extras",
+         "-p", "no:cacheprovider",
          os.path.join(REPO, "tests")],
         cwd=REPO,
         pythonpath=[str(tmp_path)],
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     collected = done.stdout
-    assert "test_serving.py" not in collected and "test_tflite.py" not in collected
-    assert "test_serving_robustness.py" not in collected
-    assert "test_beam.py" not in collected
-    assert "tests/test_model.py" in collected
+    for module in ("test_serving", "test_tflite", "test_serving_robustness", "test_beam"):
+        assert f"tests/{module}.py::" not in collected, module
+    assert "tests/test_model.py::" in collected
 
     # and every command that needs an extra says which one, in one line, before any work
     # (the command line itself, without TensorFlow: the extras blocked from sitecustomize)
