@@ -75,16 +75,16 @@ def profile(model, sentences, batch_size, max_batch_tokens):
     cache = embedder.shared_cache()
     totals = dict(host=0.0, encoder=0.0, bilstm=0.0, copies=0.0)
     real = 0
-    real_encode = embedder.encode
+    calls = embedder.calls  # elmo_tf.models.compiled_calls.TensorFlowCalls
+    real_encode = calls.encode
 
     def timed_encode(ids):
         t = time.perf_counter()
-        out = real_encode(ids)
-        out = tf.identity(out).numpy()  # include the encoder's own device->host copy
+        out = real_encode(ids)  # NumPy: the encoder's own device->host copy included
         totals["encoder"] += time.perf_counter() - t
-        return tf.constant(out)
+        return out
 
-    embedder.encode = timed_encode
+    calls.encode = timed_encode
     try:
         lengths = [len(s) for s in sentences]
         for indices in length_batches.length_batches(lengths, batch_size, max_batch_tokens):
@@ -95,14 +95,14 @@ def profile(model, sentences, batch_size, max_batch_tokens):
             totals["host"] += time.perf_counter() - t - (totals["encoder"] - encoder_before)
             real += int(lengths.sum()) + 2 * len(batch)  # with <S> and </S>
             t = time.perf_counter()
-            outputs = embedder.contextualize(embeddings, lengths)
+            outputs = calls._contextualize(embeddings, lengths)
             # Eager ops run synchronously on CPU: the call returns once computed.
             totals["bilstm"] += time.perf_counter() - t
             t = time.perf_counter()
             tf.nest.map_structure(lambda v: v.numpy(), outputs)
             totals["copies"] += time.perf_counter() - t
     finally:
-        embedder.encode = real_encode
+        calls.encode = real_encode
     return totals, real
 
 

@@ -11,6 +11,10 @@
 TensorFlow's harmless native start-up lines (oneDNN notice, CUDA probing on a machine without
 a GPU) are dropped while it starts; ``TF_CPP_MIN_LOG_LEVEL=0`` shows them.
 
+The model runs on the Keras backend ``KERAS_BACKEND`` names (``elmo_tf.backend``): on JAX or
+PyTorch, ``import elmo_tf`` and the model import no TensorFlow, and work where it is not
+installed.
+
 The one exception is the ``elmo-tf`` command itself (its console script, ``python -m elmo_tf``,
 ``python -m elmo_tf.beam``): there the public names are imported on first use, so that
 ``--help`` and argument errors answer without importing TensorFlow. Python runs this file
@@ -68,7 +72,7 @@ def _started_as_command(argv=None):
 
 
 def _import_public_names():
-    native_logs.start_tensorflow_quietly()
+    native_logs.start_keras_quietly()
     for name, module in _PUBLIC.items():
         globals()[name] = getattr(_importlib.import_module(module), name)
 

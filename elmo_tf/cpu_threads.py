@@ -47,13 +47,13 @@ def configure_threads(intra_op=None, inter_op=None, warn=True):
     """Sets TensorFlow's intra-op and inter-op pools (``recommended_threads()`` by default).
 
     Returns the ``(intra_op, inter_op)`` in effect (set now, or already so), or ``None`` when
-    the setting was not applied: the user
+    the setting was not applied: Keras runs on another backend than TensorFlow, the user
     set ``TF_NUM_INTRAOP_THREADS`` or ``TF_NUM_INTEROP_THREADS``, or TensorFlow already
     started its pools (then the setting could not apply; a warning says so unless ``warn``
     is false, as for the CLI run in-process after other TensorFlow work).
     """
-    if any(os.environ.get(name) for name in ENV_VARS):
-        return None
+    if any(os.environ.get(name) for name in ENV_VARS) or not _keras_on_tensorflow():
+        return None  # the user's setting; or another backend (XLA, ATen), whose pools stay
     default_intra, default_inter = recommended_threads()
     intra_op = default_intra if intra_op is None else intra_op
     inter_op = default_inter if inter_op is None else inter_op
@@ -78,3 +78,10 @@ def configure_threads(intra_op=None, inter_op=None, warn=True):
         )
         return None
     return intra_op, inter_op
+
+
+def _keras_on_tensorflow():
+    """Whether Keras runs on TensorFlow (the pools set here are TensorFlow's)."""
+    from elmo_tf import backend  # lazy: imports Keras, which the command line defers
+
+    return backend.is_tensorflow()

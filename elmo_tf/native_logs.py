@@ -99,6 +99,16 @@ def start_tensorflow_quietly():
         tf.config.list_physical_devices()  # the CUDA probe writes its lines here
 
 
+def start_keras_quietly():
+    """Imports Keras, and TensorFlow where it is Keras's backend (``start_tensorflow_quietly``),
+    dropping the harmless native lines; another backend imports no TensorFlow."""
+    with quiet():
+        import keras  # lazy: only when the public API is first needed
+
+    if keras.config.backend() == "tensorflow":
+        start_tensorflow_quietly()
+
+
 _unfiltered = None  # a text stream on the real stderr while a filter runs
 
 

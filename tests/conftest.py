@@ -102,7 +102,10 @@ def pytest_xdist_auto_num_workers(config):
 def pytest_configure(config):
     """A pytest-xdist worker's TensorFlow runs one op at a time on one thread: the workers
     share the cores, and the suite's models are too small to gain from several."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("KERAS_BACKEND", "tensorflow") in (
+        "tensorflow",
+        "",
+    ):
         import elmo_tf
 
         elmo_tf.configure_threads(1, 1, warn=False)

@@ -73,6 +73,16 @@ REFERENCE_ATOL_ALLENNLP = 2e-5
 REFERENCE_ATOL_BILM_TF = 1e-5
 
 
+def to_numpy(x):
+    """``x`` as a NumPy array: a backend tensor (TensorFlow, JAX or PyTorch, also one that
+    requires grad) through ``keras.ops.convert_to_numpy``, anything else through NumPy."""
+    if isinstance(x, np.ndarray | np.generic | int | float | list | tuple):
+        return np.asarray(x)
+    import keras
+
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
 def reorder_atol(expected):
     """The absolute tolerance ``assert_reordered`` allows for ``expected``."""
     expected = np.asarray(expected, dtype=np.float64)
@@ -82,12 +92,12 @@ def reorder_atol(expected):
 
 def assert_same(actual, expected, err_msg=""):
     """Bitwise equality: the same arithmetic in the same order."""
-    np.testing.assert_array_equal(np.asarray(actual), np.asarray(expected), err_msg=err_msg)
+    np.testing.assert_array_equal(to_numpy(actual), to_numpy(expected), err_msg=err_msg)
 
 
 def assert_reordered(actual, expected, err_msg=""):
     """Equal up to float32 summation order; see the module docstring for the bound."""
-    actual, expected = np.asarray(actual), np.asarray(expected)
+    actual, expected = to_numpy(actual), to_numpy(expected)
     assert actual.shape == expected.shape, f"{err_msg}: shape {actual.shape} != {expected.shape}"
     atol = reorder_atol(expected)
     _log(actual, expected, ulp=atol / REORDER_ULPS, dtype="float32")
@@ -112,8 +122,8 @@ def half_precision_atol(expected, dtype):
 
 def assert_half_precision(actual, expected, dtype, err_msg=""):
     """A float16/bfloat16 computation against its float32 twin; see the module docstring."""
-    actual = np.asarray(actual, dtype=np.float32)
-    expected = np.asarray(expected)
+    actual = to_numpy(actual).astype(np.float32)
+    expected = to_numpy(expected)
     assert actual.shape == expected.shape, f"{err_msg}: shape {actual.shape} != {expected.shape}"
     atol = half_precision_atol(expected, dtype)
     _log(actual, expected, ulp=atol / HALF_PRECISION_ULPS, dtype=str(dtype))

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from numerics import REFERENCE_ATOL_ALLENNLP, assert_reordered
+from numerics import REFERENCE_ATOL_ALLENNLP, assert_reordered, to_numpy
 
 import elmo_tf
 
@@ -24,9 +24,9 @@ def runs(tiny_model, golden):
         char_ids = elmo_tf.batch_to_ids(sentences)
         bilm = tiny_model.bilm(char_ids)
         results[batch] = (
-            np.stack([a.numpy() for a in bilm["activations"]]),
-            bilm["mask"].numpy(),
-            {k: v.numpy() for k, v in tiny_model(char_ids).items()},
+            np.stack([to_numpy(a) for a in bilm["activations"]]),
+            to_numpy(bilm["mask"]),
+            {k: to_numpy(v) for k, v in tiny_model(char_ids).items()},
         )
     return results
 
@@ -73,7 +73,7 @@ def test_stateful_sequence_with_explicit_state(tiny_model, golden):
             elmo_tf.batch_to_ids(sentences),
             initial_state=elmo_tf.LSTMState(state.cell[:rows], state.hidden[:rows]),
         )
-        activations = np.stack([a.numpy() for a in bilm["activations"]])
+        activations = np.stack([to_numpy(a) for a in bilm["activations"]])
         np.testing.assert_allclose(
             activations,
             arrays[f"stateful_seq{step}_{batch}__act_bos_eos"],
@@ -81,8 +81,8 @@ def test_stateful_sequence_with_explicit_state(tiny_model, golden):
             rtol=0,
             err_msg=f"step {step} ({batch})",
         )
-        state.cell[:rows] = bilm["state"].cell.numpy()
-        state.hidden[:rows] = bilm["state"].hidden.numpy()
+        state.cell[:rows] = to_numpy(bilm["state"].cell)
+        state.hidden[:rows] = to_numpy(bilm["state"].hidden)
 
 
 def test_second_run_is_not_stateful(tiny_model, golden):

@@ -170,9 +170,9 @@ def test_empty_inputs(tiny_model):
 def _assert_traced_once(model):
     """Every compiled function of the embed path traced once at most, whatever the batches
     (calls of few rows run in their own graph, ``lstm_layout.SMALL_BATCH_ROWS``)."""
-    embedder = model.embedder
+    calls = model.embedder.calls  # TensorFlowCalls
     counts = [f.experimental_get_tracing_count() for f in
-              (embedder.contextualize, embedder.contextualize_small, embedder.encode)]  # fmt: skip
+              (calls._contextualize, calls._contextualize_small, calls._encode)]  # fmt: skip
     assert counts[2] == 1 and max(counts[:2]) == 1 and min(counts[:2]) >= 0, counts
 
 

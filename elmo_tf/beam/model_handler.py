@@ -30,8 +30,9 @@ memory stays bounded when a Beam batch holds long sentences.
 >>> # keyed_tokens | RunInference(handler) -> (key, PredictionResult(tokens, (n, 2P)))
 """
 
-from elmo_tf import extras
+from elmo_tf import backend, extras
 
+backend.require_tensorflow("the Beam job")  # one line, before TensorFlow
 extras.require("beam", __name__)
 
 import os

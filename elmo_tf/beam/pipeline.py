@@ -24,8 +24,9 @@ writer. Beam metrics in the ``elmo_tf`` namespace count ``embedded_lines``,
 pipeline of your own can use ``build_pipeline`` or the transforms directly.
 """
 
-from elmo_tf import extras
+from elmo_tf import backend, extras
 
+backend.require_tensorflow("the Beam job")  # one line, before TensorFlow
 extras.require("beam", __name__)
 
 import bz2

@@ -24,6 +24,11 @@ extras.require("beam", __name__)
 import os
 
 import numpy as np
+
+from elmo_tf import backend
+
+backend.require_tensorflow("the Beam SavedModel handler")  # one line, before TensorFlow
+
 import tensorflow as tf
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 

@@ -1,19 +1,19 @@
-"""ElmoLayer: an exported ELMo SavedModel as a native, fine-tunable Keras 3 layer."""
+"""ElmoLayer: ELMo as a native, fine-tunable Keras 3 layer, from an exported SavedModel or a
+model in memory."""
 
 import json
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from elmo_tf import backend
 from elmo_tf.config import ElmoConfig
-from elmo_tf.export.saved_model_module import (
-    TRAINABLE_CHOICES,
-    split_sentences,
-    tokens_to_model_ids,
-)
-from elmo_tf.models.elmo import ELMo
+from elmo_tf.models.elmo import FINE_TUNE_CHOICES, ELMo, set_fine_tuning
 from elmo_tf.models.outputs import output_keys
+
+# What the layer reads: whitespace-tokenised sentences (split in the graph: TensorFlow only), or
+# character ids (B, T, 50) as elmo_tf.batch_to_ids makes them (every backend).
+INPUT_FORMATS = ("sentences", "char_ids")
 
 # What an elmo_config (a SavedModel's elmo_config(), a .keras file's layer config) must hold.
 ELMO_CONFIG_KEYS = (
@@ -31,14 +31,16 @@ class ElmoLayer(keras.layers.Layer):
     """ELMo on raw sentences, for functional and Sequential Keras 3 models.
 
     The layer rebuilds the ``ELMo`` model natively from an exported SavedModel (its
-    ``elmo_config()`` and ``elmo_variables``), so its weights are ordinary Keras variables:
+    ``elmo_config()`` and ``elmo_variables``), or from a model in memory
+    (:meth:`from_model`, :meth:`from_preset`), so its weights are ordinary Keras variables:
     any Keras optimizer trains them and ``model.save()`` stores them. (Keras' ``TFSMLayer``
     wraps the SavedModel's own variables instead, whose duplicate names break the optimizer's
-    slot variables.)
+    slot variables.) On JAX and PyTorch the layer reads character ids (``inputs="char_ids"``):
+    a SavedModel and sentence strings are TensorFlow's.
 
     Args:
         saved_model: path of an exported version directory (``OUTDIR/N``), or an object from
-            ``tf.saved_model.load`` of one.
+            ``tf.saved_model.load`` of one (TensorFlow only).
         output_key: which output to return: ``"default"`` (B, 2P) for sentence vectors, or
             any other key of the SavedModel's outputs (``"elmo"``, ``"word_emb"``,
             ``"lstm_outputs1"`` .. ``"lstm_outputs{L}"`` for its L LSTM layers,
@@ -47,20 +49,27 @@ class ElmoLayer(keras.layers.Layer):
         fine_tune: which weights train: ``"mix"`` (ScalarMix weights and gamma), ``"all"``, or
             ``"none"``; default: what the SavedModel was exported with.
         dropout: dropout on ``elmo`` during training; default: the exported rate.
+        inputs: ``"sentences"`` (default; TensorFlow only) or ``"char_ids"``.
         elmo_config: the model description (set by ``get_config``; leave unset).
 
     Call arguments:
-        inputs: ``(B,)`` or ``(B, 1)`` sentences, one whitespace-tokenised sentence each: a
-            string tensor, a list of ``str``, or a NumPy array of ``str``/``bytes``/``object``.
-            (In ``fit``/``predict``, Keras 3's own input handling rejects Python lists and
-            NumPy ``str`` arrays for every model; pass ``np.array(texts, dtype=object)``,
-            ``tf.constant(texts)`` or a ``tf.data.Dataset``.)
+        inputs: with ``inputs="sentences"``, ``(B,)`` or ``(B, 1)`` sentences, one
+            whitespace-tokenised sentence each: a string tensor, a list of ``str``, or a NumPy
+            array of ``str``/``bytes``/``object``. (In ``fit``/``predict``, Keras 3's own input
+            handling rejects Python lists and NumPy ``str`` arrays for every model; pass
+            ``np.array(texts, dtype=object)``, ``tf.constant(texts)`` or a
+            ``tf.data.Dataset``.) With ``inputs="char_ids"``, int ``(B, T, 50)`` character
+            ids (``elmo_tf.batch_to_ids``).
         training: enables dropout.
 
     Example:
     >>> inputs = keras.Input(shape=(), dtype="string")
     >>> vectors = elmo_tf.ElmoLayer("exported/1", output_key="default")(inputs)
     >>> model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(vectors))
+
+    On any backend:
+    >>> inputs = keras.Input(shape=(None, 50), dtype="int32")
+    >>> vectors = elmo_tf.ElmoLayer.from_preset("sotu")(inputs)  # inputs="char_ids"
     """
 
     def __init__(
@@ -70,13 +79,25 @@ class ElmoLayer(keras.layers.Layer):
         fine_tune=None,
         dropout=None,
         elmo_config=None,
+        inputs="sentences",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if inputs not in INPUT_FORMATS:
+            raise ValueError(f"inputs must be one of {INPUT_FORMATS}, got {inputs!r}")
+        if inputs == "sentences":
+            backend.require_tensorflow(
+                'ElmoLayer on sentence strings (inputs="sentences"; inputs="char_ids" with '
+                "elmo_tf.batch_to_ids runs on every backend)"
+            )
         if (saved_model is None) == (elmo_config is None):
             raise ValueError("ElmoLayer needs a SavedModel path or loaded SavedModel")
+        self.inputs = inputs
         values = None
         if saved_model is not None:
+            backend.require_tensorflow("loading a SavedModel into ElmoLayer")
+            import tensorflow as tf  # lazy: a SavedModel is TensorFlow's
+
             loaded = (
                 tf.saved_model.load(saved_model) if isinstance(saved_model, str) else saved_model
             )
@@ -101,8 +122,8 @@ class ElmoLayer(keras.layers.Layer):
         self.output_key = output_key
         self.elmo_config = elmo_config
         self.fine_tune = fine_tune or elmo_config["trainable"]
-        if self.fine_tune not in TRAINABLE_CHOICES:
-            raise ValueError(f"fine_tune must be one of {TRAINABLE_CHOICES}, got {fine_tune!r}")
+        if self.fine_tune not in FINE_TUNE_CHOICES:
+            raise ValueError(f"fine_tune must be one of {FINE_TUNE_CHOICES}, got {fine_tune!r}")
         self.dropout = elmo_config["dropout"] if dropout is None else dropout
         self.elmo = ELMo(
             config,
@@ -114,11 +135,41 @@ class ElmoLayer(keras.layers.Layer):
         )
         if values is not None:
             self._assign(values, elmo_config["variable_paths"])
-        if self.fine_tune == "mix":
-            self.elmo.character_encoder.trainable = False
-            self.elmo.bilstm.trainable = False
-        elif self.fine_tune == "none":
-            self.elmo.trainable = False
+        set_fine_tuning(self.elmo, self.fine_tune)
+
+    @classmethod
+    def from_model(cls, model, output_key="default", fine_tune="mix", inputs="char_ids", **kwargs):
+        """An ``ElmoLayer`` holding a copy of ``model`` (an ``ELMo``): its architecture,
+        settings and weights; ``fine_tune``, ``inputs`` and further ``Layer`` arguments as
+        for the constructor."""
+        elmo_config = {
+            "options": model.config.to_options(),
+            "num_output_representations": model.num_output_representations,
+            "do_layer_norm": model.do_layer_norm,
+            "l2_coefficient": model.l2_coefficient,
+            "dropout": model.dropout_rate,
+            "trainable": fine_tune,
+        }
+        layer = cls(
+            output_key=output_key,
+            fine_tune=fine_tune,
+            elmo_config=elmo_config,
+            inputs=inputs,
+            **kwargs,
+        )
+        layer.elmo.set_weights(model.get_weights())
+        return layer
+
+    @classmethod
+    def from_preset(cls, name_or_dir, output_key="default", fine_tune="mix", inputs="char_ids",
+                    **kwargs):  # fmt: skip
+        """``from_model`` of ``ELMo.from_preset(name_or_dir)`` (a bundled or published name, or
+        a model directory); keyword arguments of ``ELMo`` (``dropout``,
+        ``num_output_representations``...) go to the model, the rest to the layer."""
+        model_arguments = ("num_output_representations", "do_layer_norm", "l2_coefficient")
+        model_kwargs = {k: kwargs.pop(k) for k in (*model_arguments, "dropout") if k in kwargs}
+        model = ELMo.from_preset(name_or_dir, **model_kwargs)
+        return cls.from_model(model, output_key, fine_tune, inputs, **kwargs)
 
     def _assign(self, values, paths):
         weights = self.elmo.weights
@@ -139,20 +190,30 @@ class ElmoLayer(keras.layers.Layer):
 
     def __call__(self, inputs, *args, **kwargs):
         # Keras passes only tensors positionally: make Python and NumPy strings one.
-        if isinstance(inputs, (list, tuple)) or (
-            isinstance(inputs, np.ndarray) and inputs.dtype.kind in "USO"
+        if self.inputs == "sentences" and (
+            isinstance(inputs, (list, tuple))
+            or (isinstance(inputs, np.ndarray) and inputs.dtype.kind in "USO")
         ):
+            import tensorflow as tf  # lazy: sentence strings are TensorFlow's
+
             inputs = tf.constant(np.asarray(inputs, dtype=object), dtype=tf.string)
         return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, training=None):
+        if self.inputs == "char_ids":
+            return self.elmo(inputs, training=training)[self.output_key]
+        import tensorflow as tf  # lazy: sentence strings are TensorFlow's
+
+        from elmo_tf.export.saved_model_module import split_sentences, tokens_to_model_ids
+
         sentences = tf.reshape(inputs, [-1])
         tokens, lengths = split_sentences(sentences)
         outputs = self.elmo(tokens_to_model_ids(tokens, lengths), training=training)
         return outputs[self.output_key]
 
     def compute_output_shape(self, input_shape):
-        return self.elmo.output_shapes(input_shape[0])[self.output_key]
+        length = input_shape[1] if self.inputs == "char_ids" else None
+        return self.elmo.output_shapes(input_shape[0], length)[self.output_key]
 
     def compute_output_spec(self, inputs, training=None):
         dtype = "int32" if self.output_key == "sequence_len" else self.compute_dtype
@@ -165,6 +226,7 @@ class ElmoLayer(keras.layers.Layer):
             fine_tune=self.fine_tune,
             dropout=self.dropout,
             elmo_config=self.elmo_config,
+            inputs=self.inputs,
         )
         return config
 

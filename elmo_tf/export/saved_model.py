@@ -13,6 +13,10 @@ half-written version.
 import contextlib
 import os
 
+from elmo_tf import backend
+
+backend.require_tensorflow("SavedModel export")  # one line, before TensorFlow
+
 import tensorflow as tf
 
 try:  # private; without it an export traces every function twice (see save_context)

@@ -59,13 +59,18 @@ import json
 import math
 import numbers
 
+from elmo_tf import backend
+
+backend.require_tensorflow("the SavedModel module")  # one line, before TensorFlow
+
 import tensorflow as tf
 
 from elmo_tf import characters
 from elmo_tf.errors import ExportError
+from elmo_tf.models.elmo import FINE_TUNE_CHOICES, fine_tuned_weights
 from elmo_tf.models.outputs import output_keys
 
-TRAINABLE_CHOICES = ("mix", "all", "none")
+TRAINABLE_CHOICES = FINE_TUNE_CHOICES
 
 
 def split_sentences(sentences):
@@ -118,13 +123,7 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
         # reachable from the root, but it is no model weight.
         weight_ids = {id(w) for w in model.weights}
         self._rng_state = [v.value for v in model.variables if id(v) not in weight_ids]
-        mix_variables = [w.value for mix in model.scalar_mixes for w in mix.weights]
-        if trainable == "all":
-            self.trainable_variables = list(self.elmo_variables)
-        elif trainable == "mix":
-            self.trainable_variables = mix_variables
-        else:
-            self.trainable_variables = []
+        self.trainable_variables = [w.value for w in fine_tuned_weights(model, trainable)]
         self._model = _Untracked(model)
         self._output_keys = output_keys(model.config.n_lstm_layers)
         self._trainable = trainable

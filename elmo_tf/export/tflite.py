@@ -35,6 +35,10 @@ The file is written to a temporary name next to OUTFILE and renamed into place.
 
 import tempfile
 
+from elmo_tf import backend
+
+backend.require_tensorflow("TFLite export")  # one line, before TensorFlow
+
 import tensorflow as tf
 
 from elmo_tf import characters, extras, files, native_logs

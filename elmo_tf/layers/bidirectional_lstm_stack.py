@@ -1,15 +1,17 @@
 """BidirectionalLSTMStack: ELMo's forward and backward LSTM language-model stacks."""
 
-import keras
-import tensorflow as tf
+import importlib
 
-from elmo_tf.layers import lstm_layout
+import keras
+from keras import ops
+
+from elmo_tf import backend
 from elmo_tf.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
-# Rows (batch rows x steps) whose input half is computed together (run_directions): the steps
-# of a block are PROJECTION_ROWS // batch rows, 8 for the default 128 rows, every step for one
-# sentence (a block reads the whole input kernel, however few its rows).
-PROJECTION_ROWS = 1024
+
+def _path():
+    """The module of this backend's path: ``packed_lstm`` (TensorFlow) or ``masked_lstm``."""
+    return importlib.import_module(f"elmo_tf.layers.{backend.bilstm_path()}_lstm")
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
@@ -22,8 +24,10 @@ class BidirectionalLSTMStack(keras.layers.Layer):
     input to its output (skip connection); the state carried to the next step is the cell's own,
     without the skip. Layer ``l``'s output is ``concat(forward_l, backward_l)``.
 
-    Each layer runs both directions in one ``tf.while_loop`` over time; the input half of each
-    gate matmul is done for blocks of steps at once (``PROJECTION_ROWS``). ``run_streams`` is
+    Each layer runs both directions in one loop over time, on the path of the Keras backend
+    (``elmo_tf.backend.bilstm_path``): on TensorFlow a ``tf.while_loop`` over length-sorted
+    rows (``packed_lstm``), elsewhere a fixed-shape masked ``keras.ops.scan``
+    (``masked_lstm``); both give each row the numbers of that row alone. ``run_streams`` is
     the layer loop itself, for callers that hold the backward stream already reversed and want
     dropout between layers (the training biLM); ``call`` runs it on one input.
 
@@ -89,20 +93,38 @@ class BidirectionalLSTMStack(keras.layers.Layer):
 
     def zero_state(self, batch_size):
         return (
-            tf.zeros([batch_size, self.num_layers, 2, self.units], self.compute_dtype),
-            tf.zeros([batch_size, self.num_layers, 2, self.projection_units], self.compute_dtype),
+            ops.zeros([batch_size, self.num_layers, 2, self.units], self.compute_dtype),
+            ops.zeros([batch_size, self.num_layers, 2, self.projection_units], self.compute_dtype),
         )
 
     def call(self, inputs, mask, initial_state=None):
-        mask = tf.cast(mask, tf.bool)
-        lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+        mask = ops.cast(mask, "bool")
+        lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
+        path = _path()
 
         def reverse(x):
-            return tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
+            return path.reverse_within_lengths(x, lengths)
 
         layers, final_state = self.run_streams(inputs, reverse(inputs), mask, initial_state)
-        outputs = [tf.concat([forward, reverse(backward)], axis=-1) for forward, backward in layers]
+        outputs = [
+            ops.concatenate([forward, reverse(backward)], axis=-1) for forward, backward in layers
+        ]
         return outputs, final_state
+
+    def compute_output_spec(self, inputs, mask, initial_state=None):
+        # What call returns, with every static dimension the input has (each backend's own
+        # shape inference loses the length on TensorFlow's while loop, keeps it on JAX's scan).
+        batch, steps = inputs.shape[0], inputs.shape[1]
+        dtype = self.compute_dtype
+        outputs = [
+            keras.KerasTensor((batch, steps, 2 * self.projection_units), dtype=dtype)
+            for _ in range(self.num_layers)
+        ]
+        state = (
+            keras.KerasTensor((batch, self.num_layers, 2, self.units), dtype=dtype),
+            keras.KerasTensor((batch, self.num_layers, 2, self.projection_units), dtype=dtype),
+        )
+        return outputs, state
 
     def run_streams(
         self, forward, backward, mask, initial_state=None, dropout=0.0, seed=None, resets=None
@@ -120,10 +142,11 @@ class BidirectionalLSTMStack(keras.layers.Layer):
             initial_state: as in ``call``; zeros if omitted.
             dropout: rate of the dropout on the input of every layer (so on the input
                 vectors and between layers), applied before the skip connection adds that
-                input (bilm-tf's ``DropoutWrapper(ResidualWrapper(cell))``). Stateless: the
-                masks are a function of ``seed``.
-            seed: shape-``[2]`` int tensor, needed when ``dropout > 0``; layer ``l`` of
-                direction ``d`` (0 forward) draws its mask from ``fold_in(seed, 2 * l + d)``.
+                input (bilm-tf's ``DropoutWrapper(ResidualWrapper(cell))``).
+            seed: needed when ``dropout > 0``. On TensorFlow a shape-``[2]`` int tensor and the
+                dropout stateless: layer ``l`` of direction ``d`` (0 forward) draws its mask
+                from ``fold_in(seed, 2 * l + d)``. Elsewhere a ``keras.random.SeedGenerator``
+                (``keras.random.dropout``).
             resets: optional bool tensor ``(B, T)``, shared by both streams: where true,
                 every layer's state is set to zero before that position is read (a new
                 sentence starts there, as it does for ``call``'s stateless use).
@@ -135,25 +158,30 @@ class BidirectionalLSTMStack(keras.layers.Layer):
         """
         if dropout and seed is None:
             raise ValueError("dropout needs a seed")
-        mask = tf.cast(mask, tf.bool)
+        path = _path()
+        mask = ops.cast(mask, "bool")
         if initial_state is None:
-            initial_state = self.zero_state(tf.shape(forward)[0])
+            initial_state = self.zero_state(ops.shape(forward)[0])
         init_cell, init_hidden = initial_state
         x = [forward, backward]
         layers, final_cell, final_hidden = [], [], []
         for layer in range(self.num_layers):
-            if dropout:
-                x = [stateless_dropout(v, dropout, seed, 2 * layer + d) for d, v in enumerate(x)]
+            if dropout and path.__name__.endswith("packed_lstm"):
+                x = [
+                    path.stateless_dropout(v, dropout, seed, 2 * layer + d) for d, v in enumerate(x)
+                ]
+            elif dropout:
+                x = [path.dropout(v, dropout, seed) for v in x]
             cells = (self.forward_cells[layer], self.backward_cells[layer])
             states = [(init_cell[:, layer, d], init_hidden[:, layer, d]) for d in (0, 1)]
-            outputs, states = run_directions(cells, x, mask, states, resets)
+            outputs, states = path.run_directions(cells, x, mask, states, resets)
             if self.use_skip_connections and layer > 0:
                 outputs = [out + v for out, v in zip(outputs, x)]
             x = list(outputs)
             layers.append(tuple(outputs))
-            final_cell.append(tf.stack([s[0] for s in states], axis=1))  # (B, 2, D)
-            final_hidden.append(tf.stack([s[1] for s in states], axis=1))  # (B, 2, P)
-        return layers, (tf.stack(final_cell, axis=1), tf.stack(final_hidden, axis=1))
+            final_cell.append(ops.stack([s[0] for s in states], axis=1))  # (B, 2, D)
+            final_hidden.append(ops.stack([s[1] for s in states], axis=1))  # (B, 2, P)
+        return layers, (ops.stack(final_cell, axis=1), ops.stack(final_hidden, axis=1))
 
     def get_config(self):
         config = super().get_config()
@@ -166,127 +194,3 @@ class BidirectionalLSTMStack(keras.layers.Layer):
             use_skip_connections=self.use_skip_connections,
         )
         return config
-
-
-def stateless_dropout(x, rate, seed, site):
-    """Dropout whose mask is a function of ``seed`` (shape ``[2]``) and the integer ``site``."""
-    site_seed = tf.random.experimental.stateless_fold_in(seed, site)
-    return tf.nn.experimental.stateless_dropout(x, rate, site_seed)
-
-
-def run_directions(cells, inputs, mask, states, resets=None):
-    """Runs several cells over time in one loop, each on its own (right-padded) input.
-
-    A row's state stops changing after its last real position and its output there is zero.
-    ``resets`` (optional bool ``(B, T)``): the state of every cell is zeroed before the
-    positions where it is true.
-
-    The recurrence computes only the rows still running: rows are put in order of decreasing
-    length, so at step ``t`` the rows that still have a real position are a prefix of the
-    batch, and the step's matmuls run on that prefix alone. The input half of the gates is
-    computed outside the steps, on the real positions alone. A batch's FLOPs are then
-    proportional to its real positions, not to ``batch x longest``; the rows come back in
-    their original order at the end.
-
-    The input half is computed a block of steps at a time (``PROJECTION_ROWS`` rows: 8 steps
-    of 128 rows), in an outer loop around the steps: all steps at once made a ``(real
-    positions, 4D)`` array per cell, the largest of a batch (a batch of 6,144 tokens of the
-    published shape: 400 MB per direction, 800 MB for both), where a block of 1,024 rows is
-    67 MB, still one matmul of a thousand rows.
-    """
-    lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # (B,)
-    order = tf.argsort(lengths, direction="DESCENDING", stable=True)
-    restore = tf.math.invert_permutation(order)
-    inputs = [tf.gather(x, order) for x in inputs]
-    states = [tuple(tf.gather(s, order) for s in state) for state in states]
-    sorted_lengths = tf.gather(lengths, order)
-    if resets is not None:
-        # (T, B, 1): 0.0 where the state restarts, else 1.0.
-        keeps = 1.0 - tf.cast(tf.transpose(tf.gather(resets, order)), inputs[0].dtype)
-        keeps = keeps[:, :, None]
-    num_steps = tf.shape(mask)[1]
-    # active[t]: rows with a real position t (a prefix of the sorted batch).
-    active = tf.reduce_sum(
-        tf.cast(sorted_lengths[None, :] > tf.range(num_steps)[:, None], tf.int32), axis=1
-    )
-    # The input half of every gate pre-activation, on the real positions, packed in time-major
-    # order: step t's rows are packed[k][offsets[t] : offsets[t] + active[t]].
-    # Padding gets none (the recurrence never reads it): on length-sorted batches of 128 that
-    # is a third to a half of the positions, and this matmul was half of the biLSTM's time.
-    # Packed before the matmul: its input is 4D / input_dim times narrower than its output
-    # (32x for the published shape), so packing the input moves that many times fewer bytes.
-    offsets = tf.cumsum(active, exclusive=True)
-    bounds = tf.concat([offsets, tf.reduce_sum(active, keepdims=True)], axis=0)  # (T + 1,)
-    real = tf.range(tf.shape(mask)[0])[None, :] < active[:, None]  # (T, B)
-    packed = [tf.boolean_mask(tf.transpose(x, [1, 0, 2]), real) for x in inputs]  # (N, input)
-    # The gate matmuls' layout for this machine (lstm_layout): per gate, the input half is kept
-    # as four (n, D) parts and the step splits nothing.
-    per_gate = lstm_layout.layout_for(cells[0]) == "per_gate"
-    recurrent_kernels = [  # sliced once, not per step
-        cell.gate_recurrent_kernels() if per_gate else cell.recurrent_kernel for cell in cells
-    ]
-    arrays = [
-        tf.TensorArray(
-            inputs[0].dtype,
-            size=num_steps,
-            # The static batch size when known: TFLite can only lower a TensorArray whose
-            # element shape is fully static (None keeps the SavedModel's dynamic batch).
-            element_shape=tf.TensorShape([inputs[0].shape[0], cell.projection_units]),
-        )
-        for cell in cells
-    ]
-
-    def step(t, start, projected, states, arrays):
-        """Step ``t``; its rows of ``projected`` begin at ``offsets[t] - start``."""
-        n = active[t]
-        first = offsets[t] - start
-        rows = slice(first, first + n)
-        new_states, new_arrays = [], []
-        for k, cell in enumerate(cells):
-            c_prev, h_prev = states[k]
-            c_run, h_run = c_prev[:n], h_prev[:n]
-            if resets is not None:
-                keep = tf.cast(keeps[t][:n], c_run.dtype)
-                c_run, h_run = c_run * keep, h_run * keep
-            inputs_t = [x[rows] for x in projected[k]] if per_gate else projected[k][rows]
-            output, (c, h) = cell.step(inputs_t, (c_run, h_run), recurrent_kernels[k])
-            finished = tf.zeros_like(h_prev[n:])  # rows past their length output zero
-            c = tf.concat([c, c_prev[n:]], axis=0)
-            h = tf.concat([h, h_prev[n:]], axis=0)
-            output = tf.concat([output, finished], axis=0)
-            # Always B rows: keep a static batch size static across iterations, as while_loop
-            # and TFLite need (set_shape adds no op; EnsureShape is no TFLite built-in).
-            for x, like in ((c, c_prev), (h, h_prev), (output, h_prev)):
-                x.set_shape(like.shape)
-            new_states.append((c, h))
-            new_arrays.append(arrays[k].write(t, output))
-        return new_states, new_arrays
-
-    block_steps = tf.maximum(1, PROJECTION_ROWS // tf.maximum(1, tf.shape(mask)[0]))
-
-    def block(b, states, arrays):
-        """Steps ``b * block_steps`` onwards: their input half first, in one matmul per cell
-        on their packed rows, then the steps themselves."""
-        first = b * block_steps
-        last = tf.minimum(first + block_steps, num_steps)
-        start = bounds[first]
-        projected = [
-            cell.project_inputs(x[start : bounds[last]], per_gate) for cell, x in zip(cells, packed)
-        ]
-
-        def body(t, states, arrays):
-            states, arrays = step(t, start, projected, states, arrays)
-            return t + 1, states, arrays
-
-        _, states, arrays = tf.while_loop(
-            lambda t, *_: t < last, body, (first, list(states), arrays)
-        )
-        return b + 1, states, arrays
-
-    num_blocks = (num_steps + block_steps - 1) // block_steps
-    _, states, arrays = tf.while_loop(
-        lambda b, *_: b < num_blocks, block, (tf.constant(0), list(states), arrays)
-    )
-    outputs = [tf.gather(tf.transpose(a.stack(), [1, 0, 2]), restore) for a in arrays]  # (B, T, P)
-    states = [tuple(tf.gather(s, restore) for s in state) for state in states]
-    return outputs, states

@@ -32,8 +32,6 @@ import statistics
 import threading
 import time
 
-import tensorflow as tf
-
 LAYOUTS = ("per_gate", "fused")
 LAYOUT_VARIABLE = "ELMO_TF_LSTM_LAYOUT"
 EXPORT_LAYOUT = "fused"
@@ -84,6 +82,8 @@ def layout_for(cell):
     key = (cell.input_dim, cell.units, cell.projection_units, cell.compute_dtype)
     with _lock:
         if key not in _chosen:
+            import tensorflow as tf  # lazy: the packed path (TensorFlow) alone has layouts
+
             with tf.init_scope():  # run eagerly, also when called while a graph is traced
                 _chosen[key] = autotune(cell.units, cell.projection_units, cell.compute_dtype)
         return _chosen[key]
@@ -91,6 +91,8 @@ def layout_for(cell):
 
 def autotune(units, projection_units, dtype="float32"):
     """The faster layout of one LSTM step of this shape on this machine, timed in turns."""
+    import tensorflow as tf  # lazy: the packed path (TensorFlow) alone has layouts
+
     d, p = units, projection_units
     rows = TUNE_ROWS
     h = tf.random.normal([rows, p], dtype=dtype)

@@ -8,9 +8,9 @@ import numbers
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
-from elmo_tf import characters, presets
+from elmo_tf import backend, characters, presets
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import WeightFileError
 from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
@@ -180,17 +180,17 @@ class ELMo(keras.Model):
     def encode_tokens(self, char_ids, mask):
         """Context-free token vectors ``(B, T, P)`` for ids ``(B, T, 50)``; zero where masked.
 
-        The CNN runs on real tokens only, and (with ``dedupe_tokens``) once per distinct token.
+        On TensorFlow the CNN runs on real tokens only, and (with ``dedupe_tokens``) once per
+        distinct token; on the other backends (fixed shapes) on every position, the masked
+        ones zeroed after.
         """
-        positions = tf.where(mask)  # (N, 2)
-        tokens = tf.gather_nd(char_ids, positions)  # (N, 50)
-        if self.dedupe_tokens:
-            unique, index = tf.raw_ops.UniqueV2(x=tokens, axis=[0])
-            vectors = tf.gather(self.character_encoder(unique), index)
-        else:
-            vectors = self.character_encoder(tokens)
-        shape = tf.concat([tf.shape(mask, out_type=tf.int64), [self.config.projection_dim]], 0)
-        return tf.scatter_nd(positions, vectors, shape)
+        if backend.is_tensorflow():
+            return _encode_real_tokens(self, char_ids, mask)
+        shape = ops.shape(char_ids)
+        flat = ops.reshape(char_ids, (-1, shape[-1]))
+        vectors = self.character_encoder(flat)
+        vectors = ops.reshape(vectors, (shape[0], shape[1], self.config.projection_dim))
+        return vectors * ops.cast(mask, vectors.dtype)[:, :, None]
 
     def bilm(self, char_ids, initial_state=None):
         """The biLM with sentence boundaries: what bilm-tf and AllenNLP's ``_ElmoBiLm`` return.
@@ -214,23 +214,25 @@ class ELMo(keras.Model):
         Returns ``(framed_ids (B, T + 2, 50), mask (B, T + 2), lengths (B,))``; ``lengths``
         counts the real tokens without the boundaries.
         """
-        char_ids = tf.convert_to_tensor(char_ids, dtype=tf.int32)
-        lengths = tf.reduce_sum(tf.cast(tf.reduce_any(char_ids > 0, axis=-1), tf.int32), axis=1)
-        batch = tf.shape(char_ids)[0]
-        max_len = tf.shape(char_ids)[1]
-        bos = tf.tile(tf.constant(characters.BOS_CHAR_IDS)[None, None, :], [batch, 1, 1])
-        framed = tf.concat([bos, char_ids, tf.zeros_like(bos)], axis=1)  # (B, T + 2, 50)
-        positions = tf.range(max_len + 2)[None, :]  # (1, T + 2)
+        char_ids = ops.convert_to_tensor(char_ids, dtype="int32")
+        lengths = ops.sum(ops.cast(ops.any(char_ids > 0, axis=-1), "int32"), axis=1)
+        max_len = ops.shape(char_ids)[1]
+        zeros = ops.sum(ops.zeros_like(char_ids), axis=1, keepdims=True)  # (B, 1, 50), also T = 0
+        bos = zeros + ops.convert_to_tensor(characters.BOS_CHAR_IDS)
+        framed = ops.concatenate([bos, char_ids, zeros], axis=1)  # (B, T + 2, 50)
+        positions = ops.arange(max_len + 2, dtype="int32")[None, :]  # (1, T + 2)
         is_eos = (positions == (lengths + 1)[:, None])[:, :, None]
-        framed = tf.where(is_eos, tf.constant(characters.EOS_CHAR_IDS)[None, None, :], framed)
+        eos = ops.convert_to_tensor(characters.EOS_CHAR_IDS)[None, None, :]
+        framed = ops.where(is_eos, eos, framed)
         return framed, positions <= (lengths + 1)[:, None], lengths
 
     def _bilm_from_embeddings(self, token_embeddings, lengths, initial_state=None):
-        mask = tf.sequence_mask(lengths + 2, maxlen=tf.shape(token_embeddings)[1])
+        mask = _sequence_mask(lengths + 2, ops.shape(token_embeddings)[1])
         if initial_state is not None:
-            initial_state = tuple(tf.cast(s, self.compute_dtype) for s in initial_state)
+            initial_state = tuple(ops.cast(s, self.compute_dtype) for s in initial_state)
         lstm_outputs, state = self.bilstm(token_embeddings, mask, initial_state=initial_state)
-        activations = [tf.concat([token_embeddings, token_embeddings], axis=-1)] + lstm_outputs
+        activations = [ops.concatenate([token_embeddings, token_embeddings], axis=-1)]
+        activations += lstm_outputs
         return {
             "activations": activations,
             "mask": mask,
@@ -244,7 +246,7 @@ class ELMo(keras.Model):
             initial_state = inputs.get("initial_state")
             inputs = inputs["char_ids"]
         # A direct call: say which id is wrong (in a graph, the lookup refuses it).
-        if tf.executing_eagerly() and not isinstance(inputs, keras.KerasTensor):
+        if backend.is_concrete(inputs):
             _check_char_ids(inputs, self.config.n_characters)
         framed, mask, lengths = self.frame(inputs)
         token_embeddings = self.encode_tokens(framed, mask)
@@ -259,13 +261,13 @@ class ELMo(keras.Model):
             lengths: ``(B,)`` int32, real tokens per row.
             initial_state: optional ``LSTMState``.
         """
-        lengths = tf.convert_to_tensor(lengths, tf.int32)
+        lengths = ops.convert_to_tensor(lengths, "int32")
         # Called directly (the embed path), not through Keras's autocasting __call__.
-        token_embeddings = tf.cast(token_embeddings, self.compute_dtype)
+        token_embeddings = ops.cast(token_embeddings, self.compute_dtype)
         bilm = self._bilm_from_embeddings(token_embeddings, lengths, initial_state)
-        max_len = tf.shape(token_embeddings)[1] - 2
-        token_mask = tf.sequence_mask(lengths, maxlen=max_len)  # (B, T)
-        keep = tf.cast(token_mask, self.compute_dtype)[:, :, None]
+        max_len = ops.shape(token_embeddings)[1] - 2
+        token_mask = _sequence_mask(lengths, max_len)  # (B, T)
+        keep = ops.cast(token_mask, self.compute_dtype)[:, :, None]
 
         def strip(x):  # drop <S> and </S>; </S> of a shorter row lands on a masked position
             return x[:, 1 : max_len + 1] * keep
@@ -275,8 +277,8 @@ class ELMo(keras.Model):
             self.dropout(mix(layers, token_mask=token_mask), training=training) * keep
             for mix in self.scalar_mixes
         ]
-        count = tf.maximum(tf.cast(lengths, self.compute_dtype), 1.0)[:, None]
-        default = tf.reduce_sum(mixed[0], axis=1) / count
+        count = ops.maximum(ops.cast(lengths, self.compute_dtype), 1.0)[:, None]
+        default = ops.sum(mixed[0], axis=1) / count
         values = [strip(bilm["token_embeddings"]), *layers[1:], *mixed, default, lengths]
         keys = output_keys(self.config.n_lstm_layers, self.num_output_representations)
         outputs = dict(zip(keys, values, strict=True))
@@ -396,6 +398,31 @@ class ELMo(keras.Model):
         return config
 
 
+# What fine-tuning trains (ElmoLayer's fine_tune, an export's trainable): "mix" the ScalarMix
+# weights and gamma of every output representation, "all" every weight, "none" nothing.
+FINE_TUNE_CHOICES = ("mix", "all", "none")
+
+
+def set_fine_tuning(model, fine_tune):
+    """Makes ``model``'s weights trainable as ``fine_tune`` says (``FINE_TUNE_CHOICES``)."""
+    if fine_tune not in FINE_TUNE_CHOICES:
+        raise ValueError(f"fine_tune must be one of {FINE_TUNE_CHOICES}, got {fine_tune!r}")
+    model.trainable = fine_tune != "none"
+    model.character_encoder.trainable = fine_tune == "all"
+    model.bilstm.trainable = fine_tune == "all"
+
+
+def fine_tuned_weights(model, fine_tune):
+    """The weights ``fine_tune`` trains, in ``model.weights`` order."""
+    if fine_tune not in FINE_TUNE_CHOICES:
+        raise ValueError(f"fine_tune must be one of {FINE_TUNE_CHOICES}, got {fine_tune!r}")
+    if fine_tune == "all":
+        return list(model.weights)
+    if fine_tune == "mix":
+        return [w for mix in model.scalar_mixes for w in mix.weights]
+    return []
+
+
 # Output representations a model may mix (AllenNLP uses one or two, one per task input): each
 # is a ScalarMix and an output, and a .keras file's config can ask for any number.
 MAX_OUTPUT_REPRESENTATIONS = 64
@@ -425,12 +452,33 @@ def _check_settings(num_output_representations, do_layer_norm, l2_coefficient, d
 
 def _check_char_ids(char_ids, n_characters):
     """ValueError for a character id outside ``0..n_characters - 1``."""
-    ids = tf.convert_to_tensor(char_ids)
-    if ids.dtype.is_integer and tf.size(ids) > 0:
-        low, high = int(tf.reduce_min(ids)), int(tf.reduce_max(ids))
+    ids = np.asarray(ops.convert_to_numpy(char_ids))
+    if np.issubdtype(ids.dtype, np.integer) and ids.size > 0:
+        low, high = int(ids.min()), int(ids.max())
         if low < 0 or high >= n_characters:
             bad = low if low < 0 else high
             raise ValueError(
                 f"char_ids must be character ids from 0 to {n_characters - 1} "
                 f"(elmo_tf.batch_to_ids makes them), got {bad}"
             )
+
+
+def _sequence_mask(lengths, maxlen):
+    """``(B, maxlen)`` bool: ``True`` for each row's first ``lengths[b]`` positions."""
+    return ops.arange(maxlen, dtype="int32")[None, :] < ops.cast(lengths, "int32")[:, None]
+
+
+def _encode_real_tokens(model, char_ids, mask):
+    """``ELMo.encode_tokens`` on TensorFlow: the CNN on the real tokens only, once per distinct
+    token with ``dedupe_tokens`` (shapes that depend on the values: TensorFlow only)."""
+    import tensorflow as tf  # lazy: the TensorFlow backend's path
+
+    positions = tf.where(mask)  # (N, 2)
+    tokens = tf.gather_nd(char_ids, positions)  # (N, 50)
+    if model.dedupe_tokens:
+        unique, index = tf.raw_ops.UniqueV2(x=tokens, axis=[0])
+        vectors = tf.gather(model.character_encoder(unique), index)
+    else:
+        vectors = model.character_encoder(tokens)
+    shape = tf.concat([tf.shape(mask, out_type=tf.int64), [model.config.projection_dim]], 0)
+    return tf.scatter_nd(positions, vectors, shape)

@@ -14,26 +14,23 @@ encoder's weights change (``elmo_tf.models.token_cache``).
 import threading
 
 import numpy as np
-import tensorflow as tf
 
 from elmo_tf import characters
-from elmo_tf.layers import lstm_layout
 from elmo_tf.models import length_batches
+from elmo_tf.models.compiled_calls import HOST_DTYPE, compiled_calls
 from elmo_tf.models.outputs import LSTMState
 from elmo_tf.models.token_cache import TokenVectorCache, WeightSnapshot
 
 # Tokens per character-encoder call: bounds the CNN's (N, 50, filters) activations.
 ENCODE_CHUNK = 512
 
-# What the host side holds; see ``Embedder``.
-HOST_DTYPE = tf.float32
-
 _BOS_KEY = ("<boundary>", "bos")
 _EOS_KEY = ("<boundary>", "eos")
 
 
 class Embedder:
-    """Runs an ``ELMo`` over Python sentences with compiled, shape-polymorphic functions.
+    """Runs an ``ELMo`` over Python sentences with the compiled calls of its Keras backend
+    (``elmo_tf.models.compiled_calls``), which take any batch shape.
 
     The host side (token-vector cache, framed tables, states, outputs) holds float32 whatever
     the model's compute dtype: NumPy has no bfloat16, and a float16 or bfloat16 value survives
@@ -46,34 +43,7 @@ class Embedder:
         self.token_cache = TokenVectorCache()
         self._encoder_weights = None  # a WeightSnapshot, made once the encoder is built
         self._cache_lock = threading.Lock()
-        config = model.config
-        p = config.projection_dim
-        n_chars = config.max_characters_per_token
-        self.encode = tf.function(
-            lambda ids: _to_host(model.character_encoder(ids)),
-            input_signature=[tf.TensorSpec([None, n_chars], tf.int32)],
-        )
-        embeddings = tf.TensorSpec([None, None, p], HOST_DTYPE)
-        lengths = tf.TensorSpec([None], tf.int32)
-        # ELMo.contextualize casts the embeddings and the state to the compute dtype.
-        self.contextualize = tf.function(
-            lambda x, n: _to_host(model.contextualize(x, n)),
-            input_signature=[embeddings, lengths],
-        )
-        # Calls of a few rows run in a graph of their own, traced with the fused LSTM layout
-        # (lstm_layout.SMALL_BATCH_ROWS: too short to earn back the per-gate kernel copies).
-        self.contextualize_small = tf.function(
-            lambda x, n: _to_host(model.contextualize(x, n)),
-            input_signature=[embeddings, lengths],
-        )
-        state = [
-            tf.TensorSpec([None, config.n_lstm_layers, 2, config.lstm_dim], HOST_DTYPE),
-            tf.TensorSpec([None, config.n_lstm_layers, 2, p], HOST_DTYPE),
-        ]
-        self.contextualize_stateful = tf.function(
-            lambda x, n, c, h: _to_host(model.contextualize(x, n, initial_state=(c, h))),
-            input_signature=[embeddings, lengths, *state],
-        )
+        self.calls = compiled_calls(model)
 
     def _token_vectors(self, keys, cache):
         """(len(keys), P) vectors, encoding only those the cache does not hold."""
@@ -82,7 +52,7 @@ class Embedder:
         for start in range(0, len(missing), ENCODE_CHUNK):
             chunk = missing[start : start + ENCODE_CHUNK]
             ids = np.stack([_key_to_ids(keys[i]) for i in chunk])
-            encoded = self.encode(ids).numpy()
+            encoded = self.calls.encode(ids)
             for i, vector in zip(chunk, encoded):
                 vectors[i] = vector
             cache.put_many([keys[i] for i in chunk], encoded)
@@ -111,7 +81,7 @@ class Embedder:
                 index[b, j] = rows.setdefault(token, len(rows) + 1)
             index[b, len(sentence) + 1] = rows.setdefault(_EOS_KEY, len(rows) + 1)
         p = self.model.config.projection_dim
-        table = np.zeros([len(rows) + 1, p], HOST_DTYPE.as_numpy_dtype)
+        table = np.zeros([len(rows) + 1, p], HOST_DTYPE)
         if rows:
             table[1:] = np.stack(self._token_vectors(list(rows), cache))
         return table[index], lengths
@@ -185,28 +155,18 @@ class Embedder:
         for indices in batches:
             batch = [sentences[i] for i in indices]
             embeddings, lengths = self._framed_embeddings(batch, cache)
-            if initial_state is None and len(indices) < lstm_layout.SMALL_BATCH_ROWS:
-                with lstm_layout.pinned("fused"):  # the layout of its first (and only) trace
-                    outputs = self.contextualize_small(embeddings, lengths)
-            elif initial_state is None:
-                outputs = self.contextualize(embeddings, lengths)
+            if initial_state is None:
+                outputs = self.calls.contextualize(embeddings, lengths)
             else:
-                outputs = self.contextualize_stateful(
+                outputs = self.calls.contextualize_stateful(
                     embeddings, lengths, initial_state[0][indices], initial_state[1][indices]
                 )
-            yield indices, tf.nest.map_structure(lambda t: t.numpy(), outputs)
+            yield indices, outputs
 
 
 def _token_lists(sentences):
     """``sentences`` as lists of ``str`` tokens; a clear error names the first bad one."""
     return [characters._as_token_list(s, i) for i, s in enumerate(sentences)]
-
-
-def _to_host(outputs):
-    """Casts every floating tensor of ``outputs`` to ``HOST_DTYPE`` (exact from half)."""
-    return tf.nest.map_structure(
-        lambda t: tf.cast(t, HOST_DTYPE) if t.dtype.is_floating else t, outputs
-    )
 
 
 def _key_to_ids(key):

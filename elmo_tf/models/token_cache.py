@@ -24,7 +24,9 @@ chunk of a corpus pays for each distinct token once, not once per chunk.
 import collections
 import threading
 
-import tensorflow as tf
+from keras import ops
+
+from elmo_tf import backend
 
 DEFAULT_MAX_TOKENS = 100_000
 DEFAULT_MAX_BYTES = 256 << 20
@@ -123,17 +125,41 @@ class WeightSnapshot:
         self._variables = list(variables)
         self.size = len(self._variables)
         self._values = None
-        specs = [tf.TensorSpec(v.shape, v.dtype) for v in self._variables]
-        self._equal = tf.function(self._all_equal, input_signature=[specs])
-
-    def _all_equal(self, values):
-        equal = [tf.reduce_all(tf.equal(v.value, s)) for v, s in zip(self._variables, values)]
-        return tf.reduce_all(tf.stack(equal)) if equal else tf.constant(True)
+        self._equal = _compiled_equal(self._variables)
 
     def unchanged(self):
         """``False`` before the first ``take`` and after any change of any variable."""
         return self._values is not None and bool(self._equal(self._values))
 
     def take(self):
-        """Remembers the variables' current values (a copy in TensorFlow's memory)."""
-        self._values = [tf.identity(v.value) for v in self._variables]
+        """Remembers the variables' current values (a copy in the backend's memory)."""
+        self._values = [ops.copy(v.value) for v in self._variables]
+
+
+def _compiled_equal(variables):
+    """``equal(values)``: whether every variable holds ``values`` bitwise, in one compiled
+    call where the backend compiles (a pass over the weights, not one call per variable)."""
+    if backend.is_tensorflow():
+        import tensorflow as tf  # lazy: this backend's compiled form
+
+        def all_equal(values):
+            equal = [tf.reduce_all(tf.equal(v.value, s)) for v, s in zip(variables, values)]
+            return tf.reduce_all(tf.stack(equal)) if equal else tf.constant(True)
+
+        specs = [tf.TensorSpec(v.shape, v.dtype) for v in variables]
+        return tf.function(all_equal, input_signature=[specs])
+
+    def equal(live, values):
+        return all(bool(ops.all(ops.equal(a, b))) for a, b in zip(live, values))
+
+    if backend.name() == "jax":
+        import jax  # lazy: this backend's compiled form
+        import jax.numpy as jnp
+
+        compiled = jax.jit(
+            lambda live, values: jnp.all(
+                jnp.stack([jnp.all(a == b) for a, b in zip(live, values)] or [jnp.bool_(True)])
+            )
+        )
+        return lambda values: compiled([v.value for v in variables], values)
+    return lambda values: equal([v.value for v in variables], values)

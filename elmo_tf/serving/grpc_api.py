@@ -15,6 +15,11 @@ extras.require("serving", __name__)
 import logging
 
 import grpc
+
+from elmo_tf import backend
+
+backend.require_tensorflow("serving")  # one line, before TensorFlow
+
 from tensorflow.core.protobuf import error_codes_pb2
 from tensorflow_serving.apis import (
     get_model_metadata_pb2,

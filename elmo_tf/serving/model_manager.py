@@ -35,6 +35,11 @@ import time
 
 import grpc
 import numpy as np
+
+from elmo_tf import backend
+
+backend.require_tensorflow("serving")  # one line, before TensorFlow
+
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus

@@ -65,6 +65,11 @@ import threading
 import time
 
 from google.protobuf import json_format
+
+from elmo_tf import backend
+
+backend.require_tensorflow("serving")  # one line, before TensorFlow
+
 from tensorflow_serving.apis import (
     get_model_metadata_pb2,
     get_model_status_pb2,

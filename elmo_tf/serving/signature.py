@@ -14,6 +14,10 @@ alone, with INVALID_ARGUMENT and a message naming the input, and never poisons a
 
 import dataclasses
 
+from elmo_tf import backend
+
+backend.require_tensorflow("serving")  # one line, before TensorFlow
+
 from tensorflow.core.framework import types_pb2
 
 from elmo_tf.characters import NUM_CHAR_IDS, split_tokens

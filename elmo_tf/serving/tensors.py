@@ -13,6 +13,11 @@ import json
 import math
 
 import numpy as np
+
+from elmo_tf import backend
+
+backend.require_tensorflow("serving")  # one line, before TensorFlow
+
 import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 

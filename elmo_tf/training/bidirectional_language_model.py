@@ -1,11 +1,16 @@
 """BidirectionalLanguageModel: ELMo's biLM with its softmax, for training and perplexity."""
 
 import keras
+
+from elmo_tf import backend
+
+backend.require_tensorflow("biLM training")  # one line, before TensorFlow
+
 import tensorflow as tf
 
 from elmo_tf import characters
 from elmo_tf.config import ElmoConfig
-from elmo_tf.layers.bidirectional_lstm_stack import stateless_dropout
+from elmo_tf.layers.packed_lstm import stateless_dropout
 from elmo_tf.models.elmo import ELMo, LSTMState
 from elmo_tf.training.log_uniform_sampler import LogUniformSampler
 

@@ -15,6 +15,11 @@ positions into its stream, which :func:`start_positions` finds without replaying
 """
 
 import numpy as np
+
+from elmo_tf import backend
+
+backend.require_tensorflow("biLM training")  # one line, before TensorFlow
+
 import tensorflow as tf
 
 from elmo_tf.training.corpus import BOS_TYPE, EOS_TYPE

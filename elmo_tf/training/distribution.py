@@ -23,6 +23,10 @@ workers and must be divisible by their number.
 import os
 import tempfile
 
+from elmo_tf import backend
+
+backend.require_tensorflow("biLM training")  # one line, before TensorFlow
+
 import tensorflow as tf
 
 from elmo_tf.errors import DistributionError

@@ -3,6 +3,11 @@
 import os
 
 import numpy as np
+
+from elmo_tf import backend
+
+backend.require_tensorflow("biLM training")  # one line, before TensorFlow
+
 import tensorflow as tf
 
 from elmo_tf.config import ElmoConfig

@@ -1,6 +1,11 @@
 """LogUniformSampler: the candidates of the sampled softmax, drawn statelessly."""
 
 import numpy as np
+
+from elmo_tf import backend
+
+backend.require_tensorflow("biLM training")  # one line, before TensorFlow
+
 import tensorflow as tf
 
 

@@ -7,6 +7,11 @@ import re
 import time
 
 import keras
+
+from elmo_tf import backend
+
+backend.require_tensorflow("biLM training")  # one line, before TensorFlow
+
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 

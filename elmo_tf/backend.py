@@ -1,0 +1,67 @@
+"""The Keras backend the model runs on, and the one place that picks a code path for it.
+
+elmo-tf's layers are Keras 3 layers: the model runs on TensorFlow (the default), JAX or PyTorch,
+whichever ``KERAS_BACKEND`` names. Two parts differ by backend, and ``bilstm_path`` chooses:
+
+- ``"packed"`` (TensorFlow): rows sorted by length, each step's matmuls on the rows still
+  running, the input half computed on the real positions only (``layers.packed_lstm``); the
+  token CNN once per distinct token of a call.
+- ``"masked"`` (JAX, PyTorch): one fixed-shape loop over every position, a mask keeping each
+  row's state after its last token (``layers.masked_lstm``; ``keras.ops.scan``, which JAX
+  compiles into one ``lax.scan``); the token CNN on every position.
+
+Both compute each row's numbers from that row alone, so they agree to float32 round-off.
+
+What is TensorFlow by nature (SavedModel and TFLite export, serving, Beam, biLM training, the
+string signatures) says so in one line on another backend (``require_tensorflow``).
+"""
+
+import keras
+
+from elmo_tf.errors import ElmoError
+
+BACKENDS = ("tensorflow", "jax", "torch")
+
+
+class BackendError(ElmoError, RuntimeError):
+    """A part of elmo-tf that needs another Keras backend than the one this process runs."""
+
+
+def name():
+    """The Keras backend of this process: ``"tensorflow"``, ``"jax"`` or ``"torch"``."""
+    return keras.config.backend()
+
+
+def is_tensorflow():
+    return name() == "tensorflow"
+
+
+def bilstm_path():
+    """``"packed"`` on TensorFlow, ``"masked"`` elsewhere (see the module docstring)."""
+    return "packed" if is_tensorflow() else "masked"
+
+
+def require_tensorflow(what):
+    """Raises ``BackendError`` naming ``what`` unless Keras runs on TensorFlow."""
+    if not is_tensorflow():
+        raise BackendError(
+            f"{what} needs the TensorFlow backend; this process runs Keras on {name()} "
+            "(KERAS_BACKEND): run it with KERAS_BACKEND=tensorflow"
+        )
+
+
+def is_concrete(x):
+    """Whether ``x`` holds values now (not a symbolic Keras input, a graph tensor being
+    traced, or a JAX tracer)."""
+    if isinstance(x, keras.KerasTensor):
+        return False
+    backend = name()
+    if backend == "tensorflow":
+        import tensorflow as tf  # lazy: only on the TensorFlow backend
+
+        return tf.executing_eagerly()
+    if backend == "jax":
+        import jax  # lazy: only on the JAX backend
+
+        return not isinstance(x, jax.core.Tracer)
+    return True
