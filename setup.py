@@ -39,6 +39,10 @@ setup(
         # hub.KerasLayer reuse needs Keras 2 (tf_keras) beside Keras 3
         "hub": ["tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22"],
         "tflite": ["ai-edge-litert>=2.3,<3"],
+        # The model on Keras's other backends (KERAS_BACKEND=jax / torch), without TensorFlow.
+        # jax[cuda12] or a CUDA build of torch for a GPU: see their own install pages.
+        "jax": ["jax>=0.6,<1"],
+        "torch": ["torch>=2.6,<3"],
         # python -m elmo_tf.beam and elmo_tf.beam's model handlers. google-crc32c: the
         # TFRecord checksums in C (Beam's WriteToTFRecord fails without a CRC32C library).
         "beam": ["apache-beam>=2.77,<2.78", "pyarrow>=14", "google-crc32c>=1.5,<2"],
@@ -54,6 +58,7 @@ setup(
             "apache-beam>=2.77,<2.78",
             "pyarrow>=14",
             "google-crc32c>=1.5,<2",
+            "jax>=0.6,<1",  # the backend tests (PyTorch's: where its CPU build is at hand)
         ],
     },
     entry_points={"console_scripts": ["elmo-tf=elmo_tf.cli.main:console_main"]},

@@ -3,7 +3,8 @@
 TensorFlow's native libraries write through absl logging before anything initialises it, so
 ``TF_CPP_MIN_LOG_LEVEL`` does not silence them: every CPU-only run prints the oneDNN notice,
 "Could not find cuda drivers", the CPU-feature advice and an ``E ... failed call to cuInit``
-error that is no error on a machine without a GPU. Those lines come from C++ and go straight to
+error that is no error on a machine without a GPU (on a machine with one, the CUDA lines pass:
+they may tell of a real fault). Those lines come from C++ and go straight to
 file descriptor 2, so the only place to drop them is there: ``filtered_stderr`` points fd 2 at
 a pipe and a thread copies every line to the real stderr except the known, harmless ones.
 Everything else (the command's own messages, Python warnings, any other native warning or
@@ -17,6 +18,7 @@ import, and would otherwise reach a Python user's stderr at the first op.
 """
 
 import contextlib
+import glob
 import os
 import re
 import sys
@@ -24,8 +26,10 @@ import threading
 
 # An absl/glog line: severity letter, MMDD, time, thread id, source file:line].
 _NATIVE_PREFIX = re.compile(rb"^([IWEF])\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ ([\w./+-]+):\d+\] ")
-# Native sources whose warnings and errors are noise on a machine without a GPU.
-_HARMLESS_SOURCES = (
+# Native sources of the CUDA probe: their warnings and errors are noise on a machine without a
+# GPU ("failed call to cuInit"), and can be the only sign of a real fault on one that has a GPU
+# (a driver or cuDNN version mismatch): they pass there (``gpu_present``).
+_CUDA_SOURCES = (
     b"cuda_platform.cc",
     b"cuda_executor.cc",
     b"cudart_stub.cc",
@@ -33,6 +37,9 @@ _HARMLESS_SOURCES = (
     b"cuda_fft.cc",
     b"cuda_blas.cc",
     b"cuda_diagnostics.cc",
+)
+# Native sources whose warnings and errors are noise on any machine.
+_HARMLESS_SOURCES = (
     b"cpu_feature_guard.cc",
     b"port.cc",
     b"tf_tfl_flatbuffer_helpers.cc",  # the TFLite converter's "Ignored output_format"
@@ -76,7 +83,29 @@ def is_noise(line):
         return False
     message = line[match.end() :]
     # Info lines never concern a user; warnings and errors only from the known sources.
-    return severity == b"I" or source in _HARMLESS_SOURCES or message.startswith(_HARMLESS_MESSAGES)
+    if severity == b"I" or source in _HARMLESS_SOURCES or message.startswith(_HARMLESS_MESSAGES):
+        return True
+    return source in _CUDA_SOURCES and not gpu_present()
+
+
+# Where a GPU's driver shows itself without asking CUDA: NVIDIA's device nodes and driver
+# directory, AMD's compute device (ROCm).
+_GPU_DEVICE_PATTERNS = ("/dev/nvidia[0-9]*", "/dev/kfd")
+_GPU_DRIVER_DIRECTORY = "/proc/driver/nvidia/gpus"
+_gpu_present = None
+
+
+def gpu_present():
+    """Whether this machine has a GPU driver (read once, from the file system)."""
+    global _gpu_present
+    if _gpu_present is None:
+        found = any(glob.glob(pattern) for pattern in _GPU_DEVICE_PATTERNS)
+        try:
+            found = found or bool(os.listdir(_GPU_DRIVER_DIRECTORY))
+        except OSError:
+            pass
+        _gpu_present = found
+    return _gpu_present
 
 
 def wanted(verbose=False):

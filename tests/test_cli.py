@@ -46,14 +46,55 @@ def test_help_is_plain_text():
     )
 
 
+@pytest.fixture
+def gpu(monkeypatch):
+    """Sets whether the filter sees a GPU: ``gpu(False)``, ``gpu(True)``."""
+    return lambda present: monkeypatch.setattr(native_logs, "_gpu_present", present)
+
+
 @pytest.mark.parametrize("line", NATIVE_NOISE)
-def test_native_noise_is_recognised(line):
+def test_native_noise_is_recognised(line, gpu):
+    gpu(False)
     assert native_logs.is_noise(line.encode())
 
 
 @pytest.mark.parametrize("line", KEPT)
-def test_messages_that_matter_are_kept(line):
+def test_messages_that_matter_are_kept(line, gpu):
+    for present in (False, True):
+        gpu(present)
+        assert not native_logs.is_noise(line.encode())
+
+
+CUDA_FAULTS = [
+    "E0000 00:00:1795431063.740748    2827 cuda_platform.cc:52] failed call to cuInit: INTERNAL: "
+    "CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
+    "E0000 00:00:1795431063.740748    2827 cuda_dnn.cc:522] Loaded runtime CuDNN library: 9.1.0 "
+    "but source was compiled with: 9.3.0.",
+    "W0000 00:00:1795431063.740748    2827 cuda_blas.cc:193] failed to create cublas handle",
+]
+
+
+@pytest.mark.parametrize("line", CUDA_FAULTS)
+def test_cuda_warnings_pass_where_a_gpu_is_present(line, gpu):
+    """On a machine without a GPU they are noise; with one, they may be the only sign of a
+    real fault (a driver or cuDNN mismatch)."""
+    gpu(False)
+    assert native_logs.is_noise(line.encode())
+    gpu(True)
     assert not native_logs.is_noise(line.encode())
+
+
+def test_a_gpu_is_seen_from_its_driver_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(native_logs, "_GPU_DEVICE_PATTERNS", (str(tmp_path / "nvidia[0-9]*"),))
+    monkeypatch.setattr(native_logs, "_GPU_DRIVER_DIRECTORY", str(tmp_path / "gpus"))
+    for made, expected in ((None, False), ("gpus/0000:01:00.0", True), ("nvidia0", True)):
+        if made == "gpus/0000:01:00.0":
+            (tmp_path / "gpus" / "0000:01:00.0").mkdir(parents=True)
+        elif made == "nvidia0":
+            (tmp_path / "gpus" / "0000:01:00.0").rmdir()
+            (tmp_path / "nvidia0").touch()
+        monkeypatch.setattr(native_logs, "_gpu_present", None)
+        assert native_logs.gpu_present() is expected, made
 
 
 def test_filter_drops_noise_written_to_file_descriptor_2():
