@@ -37,7 +37,8 @@ setup(
         # elmo-tf serve / client: TF Serving's gRPC protos and stubs
         "serving": ["grpcio>=1.85,<2", "tensorflow-serving-api>=2.21,<2.22"],
         # hub.KerasLayer reuse needs Keras 2 (tf_keras) beside Keras 3
-        "hub": ["tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22"],
+        # tensorflow_hub imports pkg_resources, which setuptools 81 removed
+        "hub": ["tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22", "setuptools<81"],
         "tflite": ["ai-edge-litert>=2.3,<3"],
         # The model on Keras's other backends (KERAS_BACKEND=jax / torch), without TensorFlow.
         # jax[cuda12] or a CUDA build of torch for a GPU: see their own install pages.
@@ -54,6 +55,7 @@ setup(
             "tensorflow-serving-api>=2.21,<2.22",
             "tensorflow-hub>=0.16,<0.17",
             "tf-keras>=2.21,<2.22",
+            "setuptools<81",
             "ai-edge-litert>=2.3,<3",
             "apache-beam>=2.77,<2.78",
             "pyarrow>=14",

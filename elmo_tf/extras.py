@@ -15,6 +15,8 @@ EXTRAS = {
     "tflite": ("ai_edge_litert",),
     "beam": ("apache_beam", "pyarrow"),
     "hub": ("tensorflow_hub", "tf_keras"),
+    "jax": ("jax",),
+    "torch": ("torch",),
 }
 
 

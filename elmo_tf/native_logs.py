@@ -134,8 +134,10 @@ def start_keras_quietly():
     with quiet():
         import keras  # lazy: only when the public API is first needed
 
-    if keras.config.backend() == "tensorflow":
-        start_tensorflow_quietly()
+        if keras.config.backend() == "tensorflow":
+            import tensorflow as tf  # lazy: Keras imported it; its devices start here
+
+            tf.config.list_physical_devices()  # the CUDA probe writes its lines here
 
 
 _unfiltered = None  # a text stream on the real stderr while a filter runs

@@ -202,7 +202,8 @@ class ElmoLayer(keras.layers.Layer):
     def call(self, inputs, training=None):
         if self.inputs == "char_ids":
             return self.elmo(inputs, training=training)[self.output_key]
-        import tensorflow as tf  # lazy: sentence strings are TensorFlow's
+        # lazy: sentence strings are TensorFlow's (the graph splits them)
+        import tensorflow as tf
 
         from elmo_tf.export.saved_model_module import split_sentences, tokens_to_model_ids
 

@@ -113,7 +113,8 @@ class TensorFlowCalls:
 
 class JaxCalls:
     def __init__(self, model):
-        import jax  # lazy: this backend's calls
+        # lazy: this backend's calls
+        import jax
         import keras
 
         self.model = model

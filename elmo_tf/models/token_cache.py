@@ -153,7 +153,8 @@ def _compiled_equal(variables):
         return all(bool(ops.all(ops.equal(a, b))) for a, b in zip(live, values))
 
     if backend.name() == "jax":
-        import jax  # lazy: this backend's compiled form
+        # lazy: this backend's compiled form
+        import jax
         import jax.numpy as jnp
 
         compiled = jax.jit(
