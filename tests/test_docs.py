@@ -48,6 +48,7 @@ from elmo_tf.extras import EXTRAS
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCUMENTS = [
     "README.md",
+    "docs/models.md",
     "docs/migration.md",
     "docs/beam.md",
     "docs/performance.md",
@@ -156,7 +157,11 @@ def _a_corpus(path, small_files):
     (corpus / "b.txt").write_text("One more line .\n\nAnd a last one .\n", encoding="utf-8")
 
 
-SETUP = {"docs/migration.md": _official_small_files, "docs/beam.md": _a_corpus}
+SETUP = {
+    "docs/migration.md": _official_small_files,
+    "docs/models.md": _official_small_files,
+    "docs/beam.md": _a_corpus,
+}
 # What a clone holds besides the package and the tests, copied into every document's directory
 # (commands in the docs run from the repository's root).
 CLONE = ("examples", "serving", "benchmarks", "export", "scripts")
