@@ -1,7 +1,9 @@
 """Reading and writing the official ELMo weight file (bilm-tf's HDF5 layout).
 
-Every dataset maps to exactly one model variable through :func:`weight_table`; the table is
-the only place that knows the layout, and each entry states its transform:
+Every dataset maps to exactly one model variable through :func:`weight_table`;
+:func:`expected_datasets` is the only place that knows the datasets' names and shapes (it needs
+only the options, so a file is checked before any model exists), and each entry of the table
+states its transform:
 
 ======================================================  ==================================
 dataset                                                 variable (transform)
@@ -29,7 +31,7 @@ import typing
 import h5py
 import numpy as np
 
-from elmo_tf import files
+from elmo_tf import characters, files
 from elmo_tf.errors import WeightFileError
 
 
@@ -49,31 +51,22 @@ def _same(x):
 def weight_table(model):
     """Returns the ``WeightEntry`` list that maps every dataset to one variable of ``model``."""
     encoder = model.character_encoder
+    shapes = expected_datasets(model.config)  # the file's names and shapes: one place
     table = []
 
-    def add(dataset, variable, file_shape=None, from_file=_same, to_file=_same):
-        shape = tuple(variable.shape) if file_shape is None else tuple(file_shape)
-        table.append(WeightEntry(dataset, variable, shape, from_file, to_file))
+    def add(dataset, variable, from_file=_same, to_file=_same):
+        table.append(WeightEntry(dataset, variable, shapes[dataset], from_file, to_file))
 
-    embeddings = encoder.char_embedding.embeddings
-    n_chars, char_dim = embeddings.shape
     # The file has no row for id 0 (a padded token position); its row is zeros.
     add(
         "char_embed",
-        embeddings,
-        (n_chars - 1, char_dim),
+        encoder.char_embedding.embeddings,
         from_file=lambda w: np.concatenate([np.zeros([1, w.shape[1]], w.dtype), w]),
         to_file=lambda v: v[1:],
     )
     for i, (kernel, bias) in enumerate(zip(encoder.cnn.kernels, encoder.cnn.biases)):
         # Written by a Conv2D over (1, chars): the kernel has a leading height axis of 1.
-        add(
-            f"CNN/W_cnn_{i}",
-            kernel,
-            (1, *kernel.shape),
-            from_file=lambda w: w[0],
-            to_file=lambda v: v[None],
-        )
+        add(f"CNN/W_cnn_{i}", kernel, from_file=lambda w: w[0], to_file=lambda v: v[None])
         add(f"CNN/b_cnn_{i}", bias)
     for k, highway in enumerate(encoder.highways):
         # bilm-tf's "carry" gate multiplies the transformed input (see Highway's docstring).
@@ -90,7 +83,46 @@ def weight_table(model):
             add(f"{prefix}/W_0", cell.kernel)  # rows [x ; h_prev], gate columns i, j, f, o
             add(f"{prefix}/B", cell.bias)  # without the +1.0 forget bias
             add(f"{prefix}/W_P_0", cell.projection_kernel)
+    assert [e.dataset for e in table] == list(shapes), "the layout and the model disagree"
     return table
+
+
+def expected_datasets(config):
+    """``{dataset: shape in the file}`` of an official weight file for ``config`` (an
+    ``ElmoConfig``), in the order of ``weight_table``: what a file is checked against before
+    a model exists (``check_file``)."""
+    e, f, p, d = (config.char_embedding_dim, config.n_filters, config.projection_dim,
+                  config.lstm_dim)  # fmt: skip
+    shapes = {"char_embed": (characters.NUM_CHAR_IDS - 1, e)}
+    for i, (width, count) in enumerate(config.filters):
+        shapes[f"CNN/W_cnn_{i}"] = (1, width, e, count)
+        shapes[f"CNN/b_cnn_{i}"] = (count,)
+    for k in range(config.n_highway):
+        for kind in ("carry", "transform"):
+            shapes[f"CNN_high_{k}/W_{kind}"] = (f, f)
+            shapes[f"CNN_high_{k}/b_{kind}"] = (f,)
+    if config.uses_token_projection:
+        shapes["CNN_proj/W_proj"] = (f, p)
+        shapes["CNN_proj/b_proj"] = (p,)
+    for direction in (0, 1):
+        for layer in range(config.n_lstm_layers):
+            prefix = f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+            shapes[f"{prefix}/W_0"] = (2 * p, 4 * d)  # rows [x ; h_prev], x of size P
+            shapes[f"{prefix}/B"] = (4 * d,)
+            shapes[f"{prefix}/W_P_0"] = (d, p)
+    return shapes
+
+
+def check_file(config, path):
+    """Checks ``path`` as ``load_weights`` does before it assigns anything (links and
+    storage, every dataset's presence, shape and dtype, every value finite), for ``config``,
+    without a model: a downloaded file is checked so before it counts as cached."""
+    path = os.fspath(path)
+    table = [WeightEntry(name, None, shape, _same, _same) for name, shape in
+             expected_datasets(config).items()]  # fmt: skip
+    with _open(path, "r") as f:
+        for _ in _checked_arrays(f, path, table):
+            pass
 
 
 def _open(path, mode):
@@ -245,7 +277,10 @@ def _check_datasets(f, path, table):
             raise WeightFileError(f"{path}: missing dataset '{entry.dataset}'")
         found = None if dataset.shape is None else tuple(dataset.shape)  # None: null dataspace
         transform = entry.from_file
-        if entry.dataset == "char_embed" and found == tuple(entry.variable.shape):
+        if entry.dataset == "char_embed" and found == (
+            entry.file_shape[0] + 1,
+            *entry.file_shape[1:],
+        ):
             # A file that already holds the id-0 row (262 rows) is taken as is; it goes
             # through the same dtype and finiteness checks as the official 261 rows.
             transform = _same
@@ -277,30 +312,35 @@ def load_weights(model, path):
     Errors name the file, the dataset, and what was expected and found.
     """
     path = os.fspath(path)
-    values = []
     with _open(path, "r") as f:
-        where = "its structure"
-        try:
-            _check_links_and_storage(f, path)
-            where = "a dataset's metadata"
-            checked = _check_datasets(f, path, weight_table(model))
-            for entry, dataset, transform in checked:
-                where = f"dataset '{entry.dataset}'"
-                with np.errstate(over="ignore"):  # a float64 beyond float32 becomes inf: refused
-                    array = dataset[...].astype(np.float32)
-                if not np.all(np.isfinite(array)):
-                    raise WeightFileError(f"{path}: dataset '{entry.dataset}' holds NaN or inf")
-                values.append((entry.variable, transform(array)))
-        except WeightFileError:
-            raise
-        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
-            # A corrupt file fails inside HDF5 with any of these, at any stage.
-            raise WeightFileError(
-                f"{path}: corrupt HDF5 weight file, cannot read {where} ({_first_line(e)})"
-            ) from None
+        values = [(e.variable, a) for e, a in _checked_arrays(f, path, weight_table(model))]
     for variable, value in values:
         variable.assign(value)
     return model
+
+
+def _checked_arrays(f, path, table):
+    """Yields ``(entry, value)`` for every dataset of ``table``, after stages 1 and 2 of
+    ``load_weights`` passed for all of them: each value read, checked finite, transformed."""
+    where = "its structure"
+    try:
+        _check_links_and_storage(f, path)
+        where = "a dataset's metadata"
+        checked = _check_datasets(f, path, table)
+        for entry, dataset, transform in checked:
+            where = f"dataset '{entry.dataset}'"
+            with np.errstate(over="ignore"):  # a float64 beyond float32 becomes inf: refused
+                array = dataset[...].astype(np.float32)
+            if not np.all(np.isfinite(array)):
+                raise WeightFileError(f"{path}: dataset '{entry.dataset}' holds NaN or inf")
+            yield entry, transform(array)
+    except WeightFileError:
+        raise
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        # A corrupt file fails inside HDF5 with any of these, at any stage.
+        raise WeightFileError(
+            f"{path}: corrupt HDF5 weight file, cannot read {where} ({_first_line(e)})"
+        ) from None
 
 
 def save_weights(model, path):

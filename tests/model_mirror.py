@@ -6,14 +6,17 @@ the end of a ``with`` block). ``faults[path]`` changes how a path is answered:
 ==================  =====================================================================
 ``"404"``, ``"500"``  that HTTP status, with a short body
 ``"halfway"``       the full Content-Length, half the body, then the connection closes
+``"halfway_once"``  ``"halfway"`` for the path's first request, then the file
 ``"declare_less"``  a Content-Length 1,000 bytes short, then the whole body
 ``"declare_huge"``  a Content-Length of 10**12, then the connection closes
 ``"stall"``         the headers, then nothing for ``stall_seconds``
 ``"drip"``          the headers, then one byte every ``drip_seconds`` (never idle for a
                     read timeout), for at most ``stall_seconds``
 ``"garbage"``       the right length of bytes that are no file format at all
+``"truncated_hdf5"`` an HDF5 file of the right kind whose datasets were cut (a bad copy)
 ``"gzip"``          gzip-encoded (``Content-Encoding``, the encoded length declared) when
                     the request accepts gzip, as a web server compressing on the fly does
+``"gzip_anyway"``   gzip-encoded whatever the request accepts (a misconfigured server)
 ==================  =====================================================================
 
 ``requests`` counts the GET requests per path.
@@ -43,6 +46,8 @@ class ModelMirror:
                 mirror.requests[self.path] += 1
                 body = mirror.files.get(self.path)
                 fault = mirror.faults.get(self.path)
+                if fault == "halfway_once":
+                    fault = "halfway" if mirror.requests[self.path] == 1 else None
                 if body is None or fault in ("404", "500"):
                     status = 500 if fault == "500" else 404
                     self.send_response(status)
@@ -50,10 +55,13 @@ class ModelMirror:
                     self.end_headers()
                     self.wfile.write(b"no such\n\n"[:9])
                     return
+                if fault == "truncated_hdf5":
+                    body = _without_a_dataset(body)
                 if fault == "garbage":
                     body = bytes(range(256)) * (len(body) // 256 + 1)
                     body = body[: max(len(body) // 1000, 1000)]
-                encoded = fault == "gzip" and "gzip" in self.headers.get("Accept-Encoding", "")
+                accepted = "gzip" in self.headers.get("Accept-Encoding", "")
+                encoded = fault == "gzip_anyway" or (fault == "gzip" and accepted)
                 if encoded:
                     body = gzip.compress(body, compresslevel=1)
                 declared = len(body)
@@ -115,3 +123,19 @@ class ModelMirror:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _without_a_dataset(data):
+    """An HDF5 file's bytes with its last dataset deleted: a file h5py opens, that fails the
+    loader's checks."""
+    import io
+
+    import h5py
+
+    source, target = io.BytesIO(data), io.BytesIO()
+    with h5py.File(source, "r") as f, h5py.File(target, "w") as out:
+        names = []
+        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        for name in names[:-1]:
+            out.create_dataset(name, data=f[name][...])
+    return target.getvalue()

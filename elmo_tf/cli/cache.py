@@ -2,11 +2,11 @@
 
 ``elmo-tf cache list`` prints each cached file (the published model it belongs to, if any),
 its size and where it is; ``elmo-tf cache remove NAME_OR_URL...`` removes a published model's
-files or one URL's; ``elmo-tf cache clear`` removes everything. The cache is
-``ELMO_TF_CACHE_DIR``, else ``$XDG_CACHE_HOME/elmo_tf``, else ``~/.cache/elmo_tf``.
+files or one URL's; ``elmo-tf cache clear`` removes every file the cache made (nothing else:
+the directory may hold other files). The cache is ``ELMO_TF_CACHE_DIR``, else
+``$XDG_CACHE_HOME/elmo_tf``, else ``~/.cache/elmo_tf``.
 """
 
-from elmo_tf import files
 from elmo_tf.cli.common import CommandError
 from elmo_tf.presets import cache, published
 
@@ -21,7 +21,7 @@ def add_parser(subparsers):
     actions.add_parser("list", help="the cached files, their sizes and the cache's place")
     remove = actions.add_parser("remove", help="remove a published model's files, or a URL's")
     remove.add_argument("targets", metavar="NAME_OR_URL", nargs="+")
-    actions.add_parser("clear", help="remove every cached file")
+    actions.add_parser("clear", help="remove every file the cache made")
     return parser
 
 
@@ -29,8 +29,8 @@ def run(args):
     if args.action == "list":
         return _list()
     if args.action == "clear":
-        files.remove(cache.cache_dir())
-        print(f"removed {cache.cache_dir()}")
+        count = cache.clear()
+        print(f"removed {count} cache entr{'y' if count == 1 else 'ies'} from {cache.files_dir()}")
         return 0
     urls = []
     for target in args.targets:
@@ -55,10 +55,14 @@ def _list():
         for url in published.MODELS[name].urls():
             names[url] = name
     entries = cache.entries()
+    stale = cache.stale_files()
     print(f"cache: {cache.cache_dir()} ({len(entries)} files)")
     total = 0
     for entry in entries:
         total += entry.size
         print(f"{names.get(entry.url, '-')}\t{entry.size:,}\t{entry.path}\t{entry.url}")
+    for path, size in stale:
+        total += size
+        print(f"(stale)\t{size:,}\t{path}\tleft by a download cut short; the next fetch removes it")
     print(f"total: {total:,} bytes")
     return 0

@@ -1,9 +1,9 @@
 """``elmo-tf download NAME...``: published models into the cache ahead of use.
 
 Fills the cache (``elmo_tf.presets.cache``) the way a first ``ELMo.from_preset(NAME)`` does,
-and loads each model once, so that what is cached is known to load: a Docker image build, or a
-cluster's workers before a job, then run with ``ELMO_TF_OFFLINE=1``. Prints where each file
-is and its size.
+checking each file as the loader does, so that what is cached is known to load: a Docker image
+build, or a cluster's workers before a job, then run with ``ELMO_TF_OFFLINE=1``. Prints where
+each file is and its size. It needs no TensorFlow.
 """
 
 import os
@@ -34,10 +34,10 @@ def run(args):
         raise CommandError(
             f"unknown model {unknown[0]!r}; published models: {', '.join(published.names())}"
         )
-    from elmo_tf.models import ELMo  # lazy: the command line starts without TensorFlow
-
     for name in args.names:
-        ELMo.from_preset(name)  # downloads what is missing, checks what is cached, loads it
+        # Downloads what is missing, and checks the files as the loader does (the options
+        # parse to the model's architecture, the weight file holds every dataset, finite):
+        # what is cached is known to load, without TensorFlow.
         for path in preset_files(name):
             print(f"{name}\t{os.path.getsize(path):,}\t{path}")
     sys.stdout.flush()

@@ -12,12 +12,10 @@ from keras import ops
 
 from elmo_tf import backend, characters, presets
 from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import WeightFileError
 from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
 from elmo_tf.models.embedder import Embedder
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.models.outputs import LSTMState, output_keys
-from elmo_tf.presets import cache
 from elmo_tf.weight_file import load_weights as load_weight_file
 
 
@@ -161,11 +159,7 @@ class ELMo(keras.Model):
         (``elmo_tf.load_pretrained``; ``size_limits``: see ``elmo_tf.config``)."""
         options_file, weight_file = presets.local_files(options_file, weight_file)
         config = ElmoConfig.from_file(options_file, size_limits=size_limits)
-        try:
-            return load_weight_file(cls(config, **kwargs), weight_file)
-        except WeightFileError:
-            cache.discard(weight_file)  # a downloaded file that is no weight file is not kept
-            raise
+        return load_weight_file(cls(config, **kwargs), weight_file)
 
     def build(self, input_shape=None):
         if self.built:

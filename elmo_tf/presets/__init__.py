@@ -15,8 +15,9 @@ given none.
 
 import os
 
+from elmo_tf import weight_file
 from elmo_tf.config import MAX_OPTIONS_BYTES, ElmoConfig
-from elmo_tf.errors import OptionsError, PresetError
+from elmo_tf.errors import OptionsError, PresetError, WeightFileError
 from elmo_tf.presets import bundled, cache, published
 
 # name -> the architecture of every published model and alias
@@ -80,23 +81,22 @@ def published_files(model):
         weight_file_bound(config),
         fetch_command=command,
     )
+    _check_cached_weights(config, weights, weights_url)
     return options, weights
 
 
 def local_files(options_file, weight_file):
     """``options_file`` and ``weight_file`` as local paths: ``http(s)://`` URLs are fetched
     into the cache (the options first, which bound the weight file's size)."""
-    options = os.fspath(options_file)
+    options, weights = os.fspath(options_file), os.fspath(weight_file)
+    config = None
     if cache.is_url(options):
         options = cache.fetch(options, "an options file", MAX_OPTIONS_BYTES)
-        bound = weight_file_bound(_cached_options(options, options_file))
-    else:
-        bound = None
-    weights = os.fspath(weight_file)
+        config = _cached_options(options, options_file)
     if cache.is_url(weights):
-        if bound is None:
-            bound = weight_file_bound(ElmoConfig.from_file(options))
-        weights = cache.fetch(weights, "a weight file", bound)
+        config = config or ElmoConfig.from_file(options)
+        url, weights = weights, cache.fetch(weights, "a weight file", weight_file_bound(config))
+        _check_cached_weights(config, weights, url)
     return options, weights
 
 
@@ -113,6 +113,21 @@ def _cached_options(path, url):
     except OptionsError as e:
         cache.discard(path)
         raise OptionsError(f"{e} (downloaded from {url}; removed from the cache)") from None
+
+
+def _check_cached_weights(config, path, url):
+    """The loader's checks of a downloaded weight file (``weight_file.check_file``), the
+    first time it is used from the cache (then it is known to load): a file that fails them
+    is removed from the cache, so that the next use downloads it again."""
+    if cache.checked(path):
+        return
+    try:
+        weight_file.check_file(config, path)
+    except WeightFileError as e:
+        cache.discard(path)
+        where = f"downloaded from {cache.public_url(url)}; removed from the cache"
+        raise WeightFileError(f"{e} ({where})") from None
+    cache.mark_checked(path)
 
 
 def _architecture(config):

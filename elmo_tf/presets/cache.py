@@ -2,31 +2,33 @@
 
 Where: ``ELMO_TF_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/elmo_tf``, else
 ``~/.cache/elmo_tf``. Each URL has an entry ``files/<hash of the URL>/`` holding the file (its
-name from the URL) and a record ``<file>.json``: the URL, the byte count and the SHA-256 taken
-when it was downloaded.
+name from the URL), a record ``<file>.json`` (the URL, the byte count and the SHA-256 taken when
+it was downloaded) and a lock file. A URL's user and password are sent but never shown or
+stored: the entry is keyed, recorded and named by the URL without them (``public_url``).
 
-Fetching (``fetch``), with `pooch <https://www.fatiando.org/pooch>`_ doing the transfer: the
-scientific Python stack's downloader (SciPy, scikit-image), small (pure Python, on ``requests``,
-which TensorFlow installs anyway), and it gives what a download needs: the body streamed to a
-temporary file in the entry's directory and moved into place only when complete. The GET itself
-is ``_transfer`` (``requests``: proxies such as ``HTTPS_PROXY``, timeouts), given to pooch as
-its downloader. On top of it, here:
+The transfer is `pooch <https://www.fatiando.org/pooch>`_'s (the scientific Python stack's
+downloader): ``HTTPDownloader`` on ``requests`` (proxies such as ``HTTPS_PROXY``, connect and
+read timeouts), the body streamed to a temporary file in the entry's directory and moved into
+place when complete, transient failures (a reset, a timeout, HTTP 5xx) retried from the start
+(``RETRIES``). ``filelock`` holds the entry while one process checks or downloads it, so
+workers loading one model at once end with one good copy. What no library does is here:
 
-- progress (bytes, rate) on stderr: a bar on a terminal, one line at the end elsewhere;
-- a declared size over the file's bound is refused before a byte is written; a body shorter
-  than declared is refused; a transfer that breaks (connection reset, a timeout, HTTP 5xx, less
-  than 64 KiB in ``READ_TIMEOUT`` seconds) is retried ``RETRIES`` times from the start (there is
-  no resume);
+- a declared size over the file's bound is refused before a byte is written;
+- a body shorter than declared (counted on the wire, so a mirror that compresses anyway is
+  not mistaken for a short one) is refused;
+- a server that drips bytes (fewer than ``STALL_BYTES`` in ``READ_TIMEOUT`` seconds) is cut
+  off: a read timeout only bounds each read (``_StallGuard``);
 - trust on first use: no hashes of the published files exist to pin, so the SHA-256 of what
-  was downloaded is recorded, and every later use checks the file against it: a cached file
-  that changed on disk is refused, not loaded;
-- one process at a time per entry (a lock file), so workers loading one model at once end with
-  one good copy;
+  was downloaded is recorded, and every later use checks the file against it;
+- errors that cannot heal (HTTP 4xx, a host name that does not resolve) are not retried, and
+  every failure is one line naming the URL, the cause and what to do;
+- the temporary file of a download that was killed (SIGKILL, the OOM killer) is removed at
+  the entry's next fetch, and ``stale_files`` counts such files for ``elmo-tf cache list``;
 - ``ELMO_TF_OFFLINE=1``: never touch the network; a file not in the cache is an error naming
-  the command that fetches it.
+  the command that fetches it, and the other address it is cached under, if any.
 
-Every failure is a ``DownloadError`` (or ``CacheError``) naming the URL or the path, and leaves
-no partial or unchecked file under the entry's name.
+Every failure is a ``DownloadError`` (or ``CacheError``) and leaves no partial or unchecked
+file under the entry's name.
 """
 
 import contextlib
@@ -36,6 +38,7 @@ import json
 import logging
 import os
 import socket
+import stat
 import sys
 import threading
 import time
@@ -46,15 +49,22 @@ from elmo_tf.errors import ElmoError
 
 CACHE_VARIABLE = "ELMO_TF_CACHE_DIR"
 OFFLINE_VARIABLE = "ELMO_TF_OFFLINE"
+BASE_URL_VARIABLE = "ELMO_TF_MODEL_BASE_URL"
 # Seconds to connect, and seconds without a byte before a transfer counts as broken.
 CONNECT_TIMEOUT = 30
 READ_TIMEOUT = 60
 # A transfer that brings fewer bytes than this in READ_TIMEOUT seconds (one every few seconds)
-# counts as stalled, as one that brings none.
+# counts as stalled, as one that brings none. Also the size of each read.
 STALL_BYTES = 1 << 16
 RETRIES = 2  # after the first attempt, for transient failures only
-RETRY_WAIT_SECONDS = 1.0  # before the first retry; twice that before the second
+RECORD_SUFFIX = ".json"
+LOCK_NAME = ".lock"
+_ENTRY_KEY_LENGTH = 24  # hex digits of the URL's SHA-256 naming an entry's directory
 _HASH_CHUNK = 1 << 20
+WHAT_TO_DO = (
+    f"check the address and the network, point {BASE_URL_VARIABLE} at a mirror "
+    f"(docs/models.md), or use a cached copy with {OFFLINE_VARIABLE}=1"
+)
 
 
 class DownloadError(ElmoError, OSError):
@@ -74,6 +84,11 @@ def cache_dir():
     return os.path.join(os.path.abspath(base), "elmo_tf")
 
 
+def files_dir():
+    """Where the entries live: ``files/`` under ``cache_dir()``, the cache's own directory."""
+    return os.path.join(cache_dir(), "files")
+
+
 def offline():
     """Whether ``ELMO_TF_OFFLINE`` forbids the network."""
     return os.environ.get(OFFLINE_VARIABLE, "").strip().lower() not in ("", "0", "false", "no")
@@ -82,6 +97,18 @@ def offline():
 def is_url(path):
     """Whether ``path`` is an ``http://`` or ``https://`` URL (what ``fetch`` downloads)."""
     return isinstance(path, str) and path.lower().startswith(("http://", "https://"))
+
+
+def public_url(url):
+    """``url`` without a user or password: how it is shown, recorded and keyed."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port is not None else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,14 +123,15 @@ class Entry:
 
     @property
     def record_path(self):
-        return self.path + ".json"
+        return self.path + RECORD_SUFFIX
 
 
 def entry_path(url):
     """Where ``url``'s file lives in the cache (whether or not it is there)."""
+    url = public_url(url)
     name = os.path.basename(urllib.parse.urlsplit(url).path) or "file"
-    key = hashlib.sha256(url.encode("utf-8")).hexdigest()[:24]
-    return os.path.join(cache_dir(), "files", key, name)
+    key = hashlib.sha256(url.encode("utf-8")).hexdigest()[:_ENTRY_KEY_LENGTH]
+    return os.path.join(files_dir(), key, name)
 
 
 def fetch(url, what="file", max_bytes=None, fetch_command=None):
@@ -125,21 +153,39 @@ def fetch(url, what="file", max_bytes=None, fetch_command=None):
         if entry is not None:
             verify(entry)
             return path
+        _remove_stale(directory)  # what a killed download left; no one else is writing here
         if offline():
-            how = fetch_command or "the same call"
-            raise DownloadError(
-                f"{url}: {what} is not in the cache ({path}) and {OFFLINE_VARIABLE} forbids "
-                f"downloading it: run {how} without {OFFLINE_VARIABLE}, where the network "
-                "is reachable"
-            )
+            raise DownloadError(_offline_message(url, what, path, fetch_command))
         _download(url, path, what, max_bytes)
     return path
+
+
+def _offline_message(url, what, path, fetch_command):
+    how = fetch_command or "the same call"
+    message = (
+        f"{public_url(url)}: {what} is not in the cache ({path}) and {OFFLINE_VARIABLE} "
+        f"forbids downloading it: run {how} without {OFFLINE_VARIABLE}, where the network is "
+        "reachable"
+    )
+    elsewhere = [e.url for e in entries() if _same_file(e.url, url)]
+    if elsewhere:
+        message += (
+            f"; the cache holds the same file for {elsewhere[0]} (the cache is keyed by URL): "
+            f"set {BASE_URL_VARIABLE} as it was set when it was downloaded"
+        )
+    return message
+
+
+def _same_file(a, b):
+    """Whether two URLs name the same file under different bases (the folder and file name)."""
+    tail = lambda u: urllib.parse.urlsplit(public_url(u)).path.rstrip("/").split("/")[-2:]  # noqa: E731
+    return public_url(a) != public_url(b) and tail(a) == tail(b)
 
 
 def read_entry(path):
     """The ``Entry`` of a cached file, or ``None`` when it is not (completely) cached."""
     try:
-        with open(path + ".json", encoding="utf-8") as f:
+        with open(path + RECORD_SUFFIX, encoding="utf-8") as f:
             record = json.load(f)
         return Entry(
             path,
@@ -150,6 +196,31 @@ def read_entry(path):
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def checked(path):
+    """Whether the cached file ``path`` passed the loader's checks once (``mark_checked``)."""
+    try:
+        with open(path + RECORD_SUFFIX, encoding="utf-8") as f:
+            return json.load(f).get("checked") is True
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def mark_checked(path):
+    """Records that the cached file ``path`` passed the loader's checks: they are not run
+    again at every use (its SHA-256 still is)."""
+    record_path = path + RECORD_SUFFIX
+    with open(record_path, encoding="utf-8") as f:
+        record = json.load(f)
+    record["checked"] = True
+    _write_record(record_path, record, like=path)
+
+
+def _write_record(record_path, record, like):
+    """Writes a record, as private as the file ``like`` (pooch writes it for its owner)."""
+    files.write_text(record_path, json.dumps(record, indent=2) + "\n")
+    os.chmod(record_path, stat.S_IMODE(os.stat(like).st_mode))
 
 
 def verify(entry):
@@ -175,32 +246,89 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
+def _entry_directories():
+    """The entry directories the cache made: ``files/<key>/`` with a key of hex digits."""
+    root = files_dir()
+    if not os.path.isdir(root) or os.path.islink(root):
+        return []
+    return [
+        os.path.join(root, key)
+        for key in sorted(os.listdir(root))
+        if _is_entry_key(key)
+        and os.path.isdir(os.path.join(root, key))
+        and not os.path.islink(os.path.join(root, key))
+    ]
+
+
+def _is_entry_key(name):
+    return len(name) == _ENTRY_KEY_LENGTH and all(c in "0123456789abcdef" for c in name)
+
+
 def entries():
     """Every complete entry in the cache, as ``Entry`` objects sorted by URL."""
-    root = os.path.join(cache_dir(), "files")
     found = []
-    for key in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        directory = os.path.join(root, key)
-        for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
-            if name.endswith(".json"):
-                entry = read_entry(os.path.join(directory, name[: -len(".json")]))
+    for directory in _entry_directories():
+        for name in sorted(os.listdir(directory)):
+            if name.endswith(RECORD_SUFFIX):
+                entry = read_entry(os.path.join(directory, name[: -len(RECORD_SUFFIX)]))
                 if entry is not None:
                     found.append(entry)
     return sorted(found, key=lambda e: e.url)
 
 
+def stale_files():
+    """``[(path, bytes)]`` of files in the entries that belong to no complete entry: the
+    temporary file of a download that was killed, a file whose record is missing. The next
+    fetch of the entry removes them; ``remove`` and ``clear`` too."""
+    stale = []
+    for directory in _entry_directories():
+        for path in _stale_in(directory):
+            with contextlib.suppress(OSError):
+                stale.append((path, os.lstat(path).st_size))
+    return stale
+
+
+def _stale_in(directory):
+    names = set(os.listdir(directory))
+    kept = {LOCK_NAME}
+    for name in names:
+        if name.endswith(RECORD_SUFFIX) and read_entry(
+            os.path.join(directory, name[: -len(RECORD_SUFFIX)])
+        ):
+            kept |= {name, name[: -len(RECORD_SUFFIX)]}
+    return [os.path.join(directory, name) for name in sorted(names - kept)]
+
+
+def _remove_stale(directory):
+    for path in _stale_in(directory):
+        files.remove(path)
+
+
 def remove(url):
-    """Removes ``url``'s entry (file, record, lock); returns whether there was one."""
+    """Removes ``url``'s entry (file, record, lock, stale files); returns whether there was
+    one."""
     directory = os.path.dirname(entry_path(url))
     existed = os.path.isdir(directory)
     files.remove(directory)
     return existed
 
 
+def clear():
+    """Removes every entry the cache made, and ``files/`` if it is then empty; returns how
+    many entries. Nothing else in the cache directory is touched: ``ELMO_TF_CACHE_DIR`` may
+    name a directory that holds other files (the working directory, a home directory)."""
+    removed = _entry_directories()
+    for directory in removed:
+        files.remove(directory)
+    with contextlib.suppress(OSError):
+        os.rmdir(files_dir())  # only if empty
+    return len(removed)
+
+
 def discard(path):
     """Removes the entry holding the cached file ``path`` (a file found unusable), if any."""
     directory = os.path.dirname(os.path.abspath(path))
-    if os.path.dirname(directory) == os.path.join(cache_dir(), "files"):
+    if os.path.dirname(directory) == files_dir() and _is_entry_key(os.path.basename(directory)):
         files.remove(directory)
 
 
@@ -217,149 +345,108 @@ def _make_directory(directory):
 @contextlib.contextmanager
 def _locked(directory):
     """Holds the entry's lock file: one process at a time checks or downloads it."""
+    import filelock  # lazy: only a fetch needs it
+
     try:
-        import fcntl  # lazy: POSIX only; elsewhere the atomic rename alone keeps entries whole
-    except ImportError:
-        yield
-        return
-    try:
-        handle = open(os.path.join(directory, ".lock"), "a")  # noqa: SIM115 - closed below
-    except OSError as e:
-        raise CacheError(f"{directory}: cannot lock the cache entry ({e.strerror or e})") from None
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
+        with filelock.FileLock(os.path.join(directory, LOCK_NAME)):
             yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    except filelock.Timeout:  # pragma: no cover - no timeout is set: it waits
+        raise
+    except PermissionError as e:
+        raise CacheError(f"{directory}: cannot lock the cache entry ({e.strerror or e})") from None
 
 
 def _download(url, path, what, max_bytes):
-    """Downloads ``url`` to ``path``, retrying transient failures, then records it."""
-    import requests  # lazy: with pooch, only a download needs it
+    """Downloads ``url`` to ``path`` with pooch (retrying transient failures), checks that the
+    whole body came, then records its size and SHA-256."""
+    import pooch  # lazy: only a download needs it (a cached file loads without it)
 
-    for attempt in range(RETRIES + 1):
-        try:
-            progress = _download_once(url, path, what, max_bytes)
-        except requests.exceptions.RequestException as e:
-            transient, reason = _classify(e)
-            if not transient or attempt == RETRIES:
-                raise DownloadError(f"{url}: cannot download {what}: {reason}") from None
-            print(
-                f"elmo_tf: {url}: {reason}; trying again ({attempt + 1} of {RETRIES})",
-                file=sys.stderr,
-                flush=True,
-            )
-            time.sleep(RETRY_WAIT_SECONDS * (attempt + 1))
-            continue
-        break
+    directory, name = os.path.split(path)
+    progress = _Progress(public_url(url), what, max_bytes)
+    downloader = pooch.HTTPDownloader(
+        progressbar=progress,
+        chunk_size=STALL_BYTES,
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        # The bytes as stored: a server that compresses on the fly declares the encoded
+        # length, which the decoded file would not match (it is counted on the wire instead).
+        headers={"Accept-Encoding": "identity"},
+        hooks={"response": progress.on_response},
+    )
+    fetcher = pooch.create(
+        path=directory, base_url="", registry={name: None}, retry_if_failed=RETRIES
+    )
+    fetcher.urls[name] = url
+    try:
+        with _quiet_pooch(pooch):
+            fetcher.fetch(name, downloader=_PermanentErrorsNotRetried(downloader, progress))
+    except DownloadError:
+        raise
+    except OSError as e:
+        if not _is_request_error(e):  # disk full, a file size limit, no permission
+            files.remove(path)
+            raise DownloadError(
+                f"{public_url(url)}: cannot write {what} to {directory} ({e.strerror or e})"
+            ) from None
+        raise DownloadError(_failure(url, what, e, progress)) from None
+    finally:
+        progress.close()
     size = os.path.getsize(path)
-    if progress.declared and size != progress.declared:
+    if progress.declared and progress.wire_bytes != progress.declared:
         files.remove(path)
         raise DownloadError(
-            f"{url}: the server declared {progress.declared:,} bytes for {what} but sent "
-            f"{size:,}; nothing was kept"
+            f"{public_url(url)}: the server declared {progress.declared:,} bytes for {what} but "
+            f"sent {progress.wire_bytes:,}; nothing was kept"
         )
     record = {
-        "url": url,
+        "url": public_url(url),
         "size": size,
         "sha256": sha256_of(path),
         "downloaded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    files.write_text(path + ".json", json.dumps(record, indent=2) + "\n")
+    _write_record(path + RECORD_SUFFIX, record, like=path)
     progress.done(size)
 
 
-def _download_once(url, path, what, max_bytes):
-    """One transfer of ``url`` to ``path`` through pooch (a temporary file in the entry's
-    directory, moved into place when complete); returns its ``_Progress``."""
-    import pooch  # lazy: only a download needs it (a cached file loads without it)
+class _PermanentErrorsNotRetried:
+    """pooch's downloader, with the failures that cannot heal turned into ``DownloadError``
+    (pooch retries only ``requests``' errors), and the stall guard around each transfer."""
 
-    directory, name = os.path.split(path)
-    progress = _Progress(url, what, max_bytes)
-    try:
-        with _quiet_pooch(pooch):
-            fetcher = pooch.create(path=directory, base_url="", registry={name: None})
-            fetcher.urls[name] = url
-            fetcher.fetch(name, downloader=lambda url, output, _: _transfer(url, output, progress))
-    except OSError as e:
-        if isinstance(e, DownloadError) or _is_request_error(e):
+    def __init__(self, downloader, progress):
+        self.downloader = downloader
+        self.progress = progress
+
+    def __call__(self, url, output_file, pooch_):
+        try:
+            with _StallGuard(self.progress):
+                return self.downloader(url, output_file, pooch_)
+        except OSError as e:
+            if _is_request_error(e) and not _transient(e, self.progress):
+                raise DownloadError(_failure(url, self.progress.what, e, self.progress)) from None
             raise
-        files.remove(path)  # disk full, a file size limit, no permission
-        raise DownloadError(
-            f"{url}: cannot write {what} to {directory} ({e.strerror or e})"
-        ) from None
-    finally:
-        progress.close()
-    return progress
 
 
-def _transfer(url, output_file, progress):
-    """pooch's downloader: ``url``'s body to ``output_file`` (the temporary file pooch moves
-    into place), through ``progress``.
+class _StallGuard:
+    """Cuts the transfer in ``progress`` when fewer than ``STALL_BYTES`` arrived in the last
+    ``READ_TIMEOUT`` seconds (a byte every few seconds never trips a read timeout)."""
 
-    ``requests``' read timeout bounds each read, so a server that sends a byte every few
-    seconds would never time out; here a watchdog also cuts a transfer that brings fewer than
-    ``STALL_BYTES`` in ``READ_TIMEOUT`` seconds (shutting its socket down wakes the read).
-    """
-    import requests  # lazy: with pooch, only a download needs it
-
-    response = requests.get(
-        url,
-        stream=True,
-        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-        # The bytes as stored: a server that compresses on the fly declares the encoded
-        # length, which the decoded file would never match.
-        headers={"Accept-Encoding": "identity"},
-    )
-    try:
-        response.raise_for_status()
-        progress.total = int(response.headers.get("content-length") or 0)
-        with open(output_file, "wb") as out, _StallWatchdog(response) as watchdog:
-            try:
-                for chunk in response.iter_content(chunk_size=STALL_BYTES):
-                    watchdog.received(len(chunk))
-                    out.write(chunk)
-                    progress.update(len(chunk))
-            except (requests.exceptions.RequestException, OSError):
-                if watchdog.fired:
-                    raise requests.exceptions.ReadTimeout("stalled") from None
-                raise
-    finally:
-        response.close()
-
-
-class _StallWatchdog:
-    """Shuts ``response``'s connection down when fewer than ``STALL_BYTES`` arrived in the
-    last ``READ_TIMEOUT`` seconds; ``fired`` says it did."""
-
-    def __init__(self, response):
-        self._response = response
-        self._window_start = time.monotonic()
-        self._window_bytes = 0
+    def __init__(self, progress):
+        self.progress = progress
         self._done = threading.Event()
-        self.fired = False
-
-    def received(self, count):
-        self._window_bytes += count
-        if self._window_bytes >= STALL_BYTES:
-            self._window_start, self._window_bytes = time.monotonic(), 0
 
     def _watch(self):
+        seen, since = self.progress.wire_bytes, time.monotonic()
         while not self._done.wait(min(1.0, READ_TIMEOUT / 4)):
-            if time.monotonic() - self._window_start > READ_TIMEOUT:
-                self.fired = True
-                # Through a duplicate of the connection's descriptor: shutting a socket down
-                # acts on the connection itself, which the reading thread then sees closed.
-                # The response may have ended meanwhile (no file left): nothing to cut then.
-                with contextlib.suppress(Exception):
-                    if not self._done.is_set():
-                        with socket.socket(fileno=os.dup(self._response.raw.fileno())) as sock:
-                            sock.shutdown(socket.SHUT_RDWR)
+            now, received = time.monotonic(), self.progress.wire_bytes
+            if received - seen >= STALL_BYTES:
+                seen, since = received, now
+            elif now - since > READ_TIMEOUT:
+                self.progress.stalled = True
+                self.progress.cut()
                 return
 
     def __enter__(self):
-        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self.progress.stalled = False
+        self._thread = threading.Thread(target=self._watch, name="download-stall", daemon=True)
         self._thread.start()
         return self
 
@@ -374,29 +461,77 @@ def _is_request_error(error):
     return isinstance(error, requests.exceptions.RequestException)
 
 
-def _classify(error):
-    """``(transient, reason)`` of a failed transfer."""
-    import requests  # lazy: with pooch, only for a download
+def _transient(error, progress):
+    """Whether a failed transfer may succeed if tried again: not for HTTP 4xx, a host name
+    that does not resolve, a bad URL or a certificate that does not verify."""
+    import requests  # lazy: with pooch, only a download needs it
+
+    if progress.stalled:
+        return True
+    response = getattr(error, "response", None)
+    if isinstance(error, requests.exceptions.HTTPError) and response is not None:
+        return response.status_code >= 500
+    if isinstance(error, requests.exceptions.SSLError | requests.exceptions.InvalidURL):
+        return False
+    return _root_cause(error)[0] != "dns"
+
+
+def _failure(url, what, error, progress):
+    """One line: the URL, the cause, what to do."""
+    import requests  # lazy: with pooch, only a download needs it
 
     response = getattr(error, "response", None)
     if isinstance(error, requests.exceptions.HTTPError) and response is not None:
-        status = response.status_code
-        return status >= 500, f"HTTP {status} {response.reason or ''}".strip()
-    if isinstance(error, requests.exceptions.ConnectTimeout):
-        return True, f"no connection within {CONNECT_TIMEOUT} s"
-    cause = error.args[0] if error.args else None  # a timeout while streaming arrives wrapped
-    if isinstance(error, requests.exceptions.Timeout) or "timed out" in str(cause):
-        return True, f"no data, or less than {STALL_BYTES // 1024} KiB, for {READ_TIMEOUT} s"
-    if isinstance(error, requests.exceptions.ChunkedEncodingError):
-        return True, f"the connection closed after part of the file ({_first_line(error)})"
-    if isinstance(error, requests.exceptions.ConnectionError):
-        return True, f"cannot connect ({_first_line(error)})"
-    return False, _first_line(error)
+        status = f"HTTP {response.status_code} {response.reason or ''}".strip()
+        advice = (
+            "the file is not at this address (a mirror keeps AllenNLP's folder and file names: "
+            "docs/models.md)"
+            if response.status_code == 404
+            else WHAT_TO_DO
+        )
+        return f"{public_url(url)}: cannot download {what}: {status}; {advice}"
+    if progress.stalled or isinstance(error, requests.exceptions.ReadTimeout):
+        reason = f"no data, or less than {STALL_BYTES // 1024} KiB, for {READ_TIMEOUT} s"
+    elif isinstance(error, requests.exceptions.ConnectTimeout):
+        reason = f"no connection within {CONNECT_TIMEOUT} s"
+    elif isinstance(error, requests.exceptions.ChunkedEncodingError):
+        reason = f"the connection closed after {progress.wire_bytes:,} bytes"
+    else:
+        kind, detail = _root_cause(error)
+        reason = {
+            "dns": f"the host name does not resolve ({detail})",
+            "refused": f"the connection was refused ({detail})",
+        }.get(kind, detail)
+    return f"{public_url(url)}: cannot download {what}: {reason}; {WHAT_TO_DO}"
 
 
-def _first_line(error):
+def _root_cause(error):
+    """``(kind, text)`` of the innermost cause of a ``requests`` error: ``"dns"`` for a host
+    name that does not resolve, ``"refused"``, else ``"other"``; ``text`` its own words."""
+    seen, pending, innermost = set(), [error], error
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, socket.gaierror) or type(current).__name__ == "NameResolutionError":
+            return "dns", _own_words(current)
+        if isinstance(current, ConnectionRefusedError):
+            return "refused", _own_words(current)
+        innermost = current
+        for linked in (current.__cause__, current.__context__, getattr(current, "reason", None)):
+            if isinstance(linked, BaseException):
+                pending.append(linked)
+        pending += [a for a in getattr(current, "args", ()) if isinstance(a, BaseException)]
+    return "other", _own_words(innermost)
+
+
+def _own_words(error):
+    """An error's message on one line, without the object reprs urllib3 puts first."""
+    if isinstance(error, OSError) and error.strerror:
+        return f"[Errno {error.errno}] {error.strerror}" if error.errno else error.strerror
     text = " ".join(str(error).split())
-    return text[:300] or type(error).__name__
+    return text.split(">: ", 1)[-1] or type(error).__name__
 
 
 @contextlib.contextmanager
@@ -412,10 +547,11 @@ def _quiet_pooch(pooch):
 
 
 class _Progress:
-    """pooch's progress hook: bytes and rate on stderr, and the declared size's bound.
+    """pooch's progress hook and ``requests``' response hook: bytes and rate on stderr, the
+    declared size's bound, and the bytes that came over the wire.
 
-    pooch sets ``total`` from the response's Content-Length before it writes anything, which is
-    where a size over ``max_bytes`` is refused.
+    The response hook sees the headers before a byte of the body is written: a declared size
+    over ``max_bytes`` is refused there.
     """
 
     def __init__(self, url, what, max_bytes):
@@ -423,29 +559,58 @@ class _Progress:
         self.what = what
         self.max_bytes = max_bytes
         self.declared = 0
-        self.received = 0
         self.start = time.monotonic()
         self.stream = sys.stderr
         self.interactive = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.stalled = False
         self._bar = None
+        self._response = None
 
+    def on_response(self, response, *args, **kwargs):
+        """``requests``' hook: the response of this attempt, before its body is read."""
+        self._response = response
+        if response.status_code >= 400:
+            return response
+        self.declared = int(response.headers.get("content-length") or 0)
+        if self.max_bytes is not None and self.declared > self.max_bytes:
+            response.close()
+            raise DownloadError(
+                f"{self.url}: the server declares {self.declared:,} bytes for {self.what}, "
+                f"more than the {self.max_bytes:,} it can hold; nothing was downloaded"
+            )
+        return response
+
+    @property
+    def wire_bytes(self):
+        """Bytes of this attempt's body read from the connection (before any decoding)."""
+        raw = getattr(self._response, "raw", None)
+        try:
+            return int(raw.tell()) if raw is not None else 0
+        except (AttributeError, OSError, ValueError):
+            return 0
+
+    def cut(self):
+        """Shuts the transfer's connection down (the stall guard): the reading thread sees
+        it closed."""
+        raw = getattr(self._response, "raw", None)
+        # Through a duplicate of the connection's descriptor: shutting a socket down acts on
+        # the connection itself. The response may have ended meanwhile: nothing to cut then.
+        with contextlib.suppress(Exception):
+            with socket.socket(fileno=os.dup(raw.fileno())) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+
+    # pooch's progress bar protocol: total (set before the body), update, reset, close
     @property
     def total(self):
         return self.declared
 
     @total.setter
     def total(self, value):
-        self.declared = int(value or 0)
-        if self.max_bytes is not None and self.declared > self.max_bytes:
-            raise DownloadError(
-                f"{self.url}: the server declares {self.declared:,} bytes for {self.what}, "
-                f"more than the {self.max_bytes:,} it can hold; nothing was downloaded"
-            )
         if self.interactive:
             from tqdm.auto import tqdm  # lazy: a terminal only
 
             self._bar = tqdm(
-                total=self.declared or None,
+                total=int(value or 0) or None,
                 unit="B",
                 unit_scale=True,
                 desc=f"downloading {self.what}",
@@ -455,19 +620,17 @@ class _Progress:
             self.say(f"downloading {self.what} from {self.url}")
 
     def update(self, n):
-        self.received += n
-        if self.max_bytes is not None and self.received > self.max_bytes + (1 << 20):
+        if self.max_bytes is not None and self.wire_bytes > self.max_bytes + (1 << 20):
             raise DownloadError(
                 f"{self.url}: {self.what} is larger than the {self.max_bytes:,} bytes it can "
                 "hold; nothing was kept"
             )
         if self._bar is not None:
-            self._bar.update(n)
+            self._bar.n = self.wire_bytes
+            self._bar.refresh()
 
     def reset(self):  # pooch, after the body: reset, then update(total), then close
-        self.received = 0
-        if self._bar is not None:
-            self._bar.reset()
+        pass
 
     def close(self):
         if self._bar is not None:
