@@ -35,8 +35,8 @@ setup(
         "filelock>=3.12,<4",  # one process at a time per cache entry
     ],
     extras_require={
-        # elmo-tf serve / client: TF Serving's gRPC protos and stubs
-        "serving": ["grpcio>=1.85,<2", "tensorflow-serving-api>=2.21,<2.22"],
+        # elmo-tf serve / client: TF Serving's gRPC protos and stubs; REST on aiohttp's server
+        "serving": ["grpcio>=1.85,<2", "tensorflow-serving-api>=2.21,<2.22", "aiohttp>=3.10,<4"],
         # hub.KerasLayer reuse needs Keras 2 (tf_keras) beside Keras 3
         # tensorflow_hub imports pkg_resources, which setuptools 81 removed
         "hub": ["tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22", "setuptools<81"],
@@ -54,6 +54,7 @@ setup(
             "ruff==0.17.6",  # lint and format; pinned so CI and developers agree
             "grpcio>=1.85,<2",
             "tensorflow-serving-api>=2.21,<2.22",
+            "aiohttp>=3.10,<4",
             "tensorflow-hub>=0.16,<0.17",
             "tf-keras>=2.21,<2.22",
             "setuptools<81",

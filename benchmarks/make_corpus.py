@@ -28,10 +28,8 @@ import random
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# scripts/prepare_sotu.py is a script, not in a package: its directory goes on the path so that
-# its tokeniser (the one the bundled model was trained with) is the only one.
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from prepare_sotu import sentences_of, speeches_dir, tokenise  # noqa: E402
+# The tokeniser the bundled model was trained with: the only one.
+from elmo_tf.testing.sotu_text import sentences_of, speeches_dir, tokenise  # noqa: E402
 
 
 def main():

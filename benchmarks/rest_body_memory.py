@@ -29,10 +29,9 @@ import os
 import re
 import sys
 
+from elmo_tf.testing.processes import ServerProcess
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# serving/loadtest.py is a script, not in a package: its directory goes on the path to import it.
-sys.path.insert(0, os.path.join(ROOT, "serving"))
-import loadtest  # noqa: E402 - ServerProcess
 
 MAX_BODIES = 64
 PIECES = {"lists": b"[]", "words": b'"ab"', "ints": b"261"}
@@ -87,7 +86,7 @@ def main(argv=None):
         "--max-request-bytes", str(args.max_request_bytes),
     ]  # fmt: skip
     data = body(args.shape, args.max_request_bytes - 16)
-    with loadtest.ServerProcess(command) as server:
+    with ServerProcess(command) as server:
         found = re.search(r"REST 127\.0\.0\.1:(\d+)", server.first_line)
         if not found:
             sys.exit(f"the server did not start: {server.first_line!r}")

@@ -19,11 +19,10 @@ environment.
 import dataclasses
 import json
 import math
-import numbers
 import os
 import reprlib
 
-from elmo_tf import characters, files
+from elmo_tf import characters, checks, files, untrusted_files
 from elmo_tf.errors import OptionsError
 
 ACTIVATIONS = ("relu", "tanh")
@@ -66,7 +65,7 @@ def current_size_limits(overrides=None):
     for name, value in (overrides or {}).items():
         if name not in SIZE_LIMITS:
             raise OptionsError(f"size_limits: unknown limit {name!r}, expected {list(SIZE_LIMITS)}")
-        if value is not None and not _is_int(value):
+        if value is not None and not checks.is_integer(value):
             raise OptionsError(f"size_limits: {name!r} must be an integer or None, got {value!r}")
         limits[name] = math.inf if value is None else value  # None: no limit
     return limits
@@ -169,7 +168,7 @@ class ElmoConfig:
 
         # First: the filters' widths are checked against it.
         if (
-            not _is_int(self.max_characters_per_token)
+            not checks.is_integer(self.max_characters_per_token)
             or self.max_characters_per_token != characters.MAX_CHARS_PER_TOKEN
         ):
             fail(
@@ -191,9 +190,9 @@ class ElmoConfig:
             ("lstm.dim", self.lstm_dim),
             ("lstm.n_layers", self.n_lstm_layers),
         ]:
-            if not _is_int(value) or value < 1:
+            if not checks.is_integer(value) or value < 1:
                 fail(key, f"must be a positive integer, got {_show(value)}")
-        if not _is_int(self.n_highway) or self.n_highway < 0:
+        if not checks.is_integer(self.n_highway) or self.n_highway < 0:
             fail(
                 "char_cnn.n_highway", f"must be a non-negative integer, got {_show(self.n_highway)}"
             )
@@ -206,14 +205,14 @@ class ElmoConfig:
                 "lstm.use_skip_connections",
                 f"must be true or false, got {_show(self.use_skip_connections)}",
             )
-        if not _is_int(self.n_characters) or self.n_characters not in (261, 262):
+        if not checks.is_integer(self.n_characters) or self.n_characters not in (261, 262):
             fail("char_cnn.n_characters", f"must be 261 or 262, got {_show(self.n_characters)}")
         for key, value in [("lstm.cell_clip", self.cell_clip), ("lstm.proj_clip", self.proj_clip)]:
             if value is None:
                 continue
             # NaN passes every comparison and inf (also what JSON's 1e400 parses to) clips
             # nothing: both would hide a broken file, so only finite positive numbers pass.
-            if not _is_number(value) or not math.isfinite(value) or value <= 0:
+            if not checks.is_number(value) or not math.isfinite(value) or value <= 0:
                 fail(key, f"must be a finite positive number or absent, got {_show(value)}")
 
     def check_size(self, size_limits=None):
@@ -281,13 +280,13 @@ class ElmoConfig:
 
         def integer(path, default=KeyError):
             value = get(path, default)
-            if not _is_int(value):
+            if not checks.is_integer(value):
                 raise OptionsError(f"{source}: '{path}' must be an integer, got {_show(value)}")
             return value
 
         def number(path):
             value = get(path, None)
-            if value is not None and not _is_number(value):
+            if value is not None and not checks.is_number(value):
                 raise OptionsError(f"{source}: '{path}' must be a number, got {_show(value)}")
             try:
                 return None if value is None else float(value)
@@ -305,7 +304,7 @@ class ElmoConfig:
         _check_key_spelling(options, source)
         filters = get("char_cnn.filters")
         if not isinstance(filters, list) or not all(
-            isinstance(f, list) and len(f) == 2 and all(_is_int(v) for v in f) for f in filters
+            isinstance(f, list) and len(f) == 2 and all(map(checks.is_integer, f)) for f in filters
         ):
             raise OptionsError(
                 f"{source}: 'char_cnn.filters' must be a list of [width, num_filters] integer "
@@ -340,38 +339,14 @@ class ElmoConfig:
         ``size_limits`` raises the bounds on the model's size (see the module docstring).
         """
         path = os.fspath(path)
-        if os.path.isdir(path):
-            raise OptionsError(f"{path}: is a directory, not an options file")
-        if kind := files.stream_kind(path):
-            raise OptionsError(f"{path}: is a {kind}, not an options file")
-        try:
-            with open(path, "rb") as f:
-                data = f.read(MAX_OPTIONS_BYTES + 1)
-        except FileNotFoundError:
-            raise OptionsError(f"{path}: options file not found") from None
-        except OSError as e:
-            raise OptionsError(f"{path}: cannot read options file ({e.strerror})") from None
-        if len(data) > MAX_OPTIONS_BYTES:
-            raise OptionsError(
-                f"{path}: larger than {MAX_OPTIONS_BYTES} bytes, not an options file "
-                "(an options.json is a few hundred bytes)"
-            )
-        if not data.strip():
-            raise OptionsError(f"{path}: options file is empty")
-        try:
-            # A BOM from a Windows editor is skipped; a key given twice is refused (JSON keeps
-            # the last silently, so a file could show one value and mean another).
-            options = json.loads(data.decode("utf-8-sig"), object_pairs_hook=_unique_keys)
-        except UnicodeDecodeError as e:
-            raise OptionsError(
-                f"{path}: not a valid JSON options file (not UTF-8 text: byte {e.start})"
-            ) from None
-        except RecursionError:
-            raise OptionsError(
-                f"{path}: not a valid JSON options file (nested too deeply)"
-            ) from None
-        except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
-            raise OptionsError(f"{path}: not a valid JSON options file ({e})") from None
+        data = untrusted_files.read_bounded(
+            path,
+            "options file",
+            MAX_OPTIONS_BYTES,
+            OptionsError,
+            hint=" (an options.json is a few hundred bytes)",
+        )
+        options = untrusted_files.parse_json(data, path, "options file", OptionsError)
         return cls.from_options(options, source=path, size_limits=size_limits)
 
     def to_options(self):
@@ -406,14 +381,6 @@ class ElmoConfig:
         return self.to_options()
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value):
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
 def _whole(value):
     """``value`` as an int, for filter entries given as ints (or numpy ints); not bool/float."""
     if isinstance(value, bool | float | str):
@@ -443,7 +410,7 @@ KNOWN_KEYS = {
 
 
 def _check_key_spelling(options, source):
-    """Raises ``OptionsError`` for a key within two edits of a key the format defines."""
+    """Raises ``OptionsError`` for a key that is a typo of a key the format defines."""
     for section, known in KNOWN_KEYS.items():
         node = options
         for part in section.split("."):
@@ -453,32 +420,9 @@ def _check_key_spelling(options, source):
         for key in node:
             if key in known or not isinstance(key, str):
                 continue
-            close = [k for k in known if _edit_distance(key, k) <= 2]
+            close = checks.closest(key, known)
             if close:
                 raise OptionsError(
                     f"{source}: '{section}.{key[:60]}' is not a key of the options format; "
-                    f"did you mean '{section}.{close[0]}'? (misspelt, it would be ignored)"
+                    f"did you mean '{section}.{close}'? (misspelt, it would be ignored)"
                 )
-
-
-def _edit_distance(a, b):
-    """Levenshtein distance, for short keys only (longer ones are no typo of a known key)."""
-    if abs(len(a) - len(b)) > 2 or len(a) > 64:
-        return 3
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
-
-
-def _unique_keys(pairs):
-    """``json.loads``' object hook: the object's dict, or ``ValueError`` naming a repeated key."""
-    result = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"the key {key!r} appears twice in one object")
-        result[key] = value
-    return result

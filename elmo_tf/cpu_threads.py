@@ -19,9 +19,10 @@ pools then); ``elmo-tf embed`` calls it at start. Either environment variable
 >>> model = elmo_tf.load_pretrained("options.json", "weights.hdf5")
 """
 
-import numbers
 import os
 import warnings
+
+from elmo_tf import checks
 
 ENV_VARS = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 
@@ -58,8 +59,7 @@ def configure_threads(intra_op=None, inter_op=None, warn=True):
     intra_op = default_intra if intra_op is None else intra_op
     inter_op = default_inter if inter_op is None else inter_op
     for name, value in (("intra_op", intra_op), ("inter_op", inter_op)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        checks.positive_integer(name, value)
     # lazy: the command line imports this module before TensorFlow
     import tensorflow as tf
 

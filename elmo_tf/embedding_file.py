@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from elmo_tf import files
+from elmo_tf import checks, files
 from elmo_tf.characters import split_tokens
 from elmo_tf.errors import InputFileError, OutputFileError
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
@@ -64,6 +64,11 @@ def read_sentences(path):
     """The tokens of each line of a UTF-8 text file (blank: ``[]``), split on whitespace as the
     served ``default`` signature splits (``characters.split_tokens``)."""
     return list(iter_sentences(path))
+
+
+def check_max_tokens_per_line(max_tokens):
+    """Raises ``ValueError`` unless ``max_tokens`` is a positive integer."""
+    checks.positive_integer("max_tokens_per_line", max_tokens)
 
 
 def iter_sentences(path, max_tokens=None):

@@ -11,7 +11,7 @@ from elmo_tf.errors import ElmoError
 
 # extra -> the modules it installs that elmo-tf imports
 EXTRAS = {
-    "serving": ("grpc", "tensorflow_serving"),
+    "serving": ("grpc", "tensorflow_serving", "aiohttp"),
     "tflite": ("ai_edge_litert",),
     "beam": ("apache_beam", "pyarrow"),
     "hub": ("tensorflow_hub", "tf_keras"),

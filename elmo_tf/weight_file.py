@@ -31,7 +31,7 @@ import typing
 import h5py
 import numpy as np
 
-from elmo_tf import characters, files
+from elmo_tf import characters, files, untrusted_files
 from elmo_tf.errors import WeightFileError
 
 
@@ -128,19 +128,7 @@ def check_file(config, path):
 def _open(path, mode):
     path = os.fspath(path)
     if mode == "r":
-        if not os.path.exists(path):
-            raise WeightFileError(f"{path}: weight file not found")
-        if os.path.isdir(path):
-            raise WeightFileError(f"{path}: is a directory, not a weight file")
-        if kind := files.stream_kind(path):
-            raise WeightFileError(f"{path}: is a {kind}, not a weight file")
-        try:
-            with open(path, "rb") as f:
-                empty = not f.read(1)
-        except OSError as e:
-            raise WeightFileError(f"{path}: cannot read weight file ({e.strerror})") from None
-        if empty:
-            raise WeightFileError(f"{path}: weight file is empty")
+        untrusted_files.check_readable(path, "weight file", WeightFileError)
     try:
         return h5py.File(path, mode)
     except OSError as e:

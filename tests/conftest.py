@@ -36,9 +36,9 @@ def _installed(*modules):
 collect_ignore = [
     module
     for module, needs in {
-        "test_serving.py": ("grpc", "tensorflow_serving"),  # [serving]
-        "test_serving_robustness.py": ("grpc", "tensorflow_serving"),  # [serving]
-        "test_serving_versions.py": ("grpc", "tensorflow_serving"),  # [serving]
+        "test_serving.py": ("grpc", "tensorflow_serving", "aiohttp"),  # [serving]
+        "test_serving_robustness.py": ("grpc", "tensorflow_serving", "aiohttp"),  # [serving]
+        "test_serving_versions.py": ("grpc", "tensorflow_serving", "aiohttp"),  # [serving]
         "test_tflite.py": ("ai_edge_litert",),  # [tflite]
         "test_beam.py": ("apache_beam", "pyarrow"),  # [beam]
     }.items()
@@ -132,24 +132,18 @@ def made_once(tmp_path_factory, name, make):
     return directory
 
 
-def _make_weights_module():
-    spec = importlib.util.spec_from_file_location("make_weights", FIXTURES / "make_weights.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
 def small_official_files(tmp_path_factory):
     """``(options.json, weights.hdf5)`` in the published ``small`` shape (random weights,
     54 MB), made once per test run."""
 
     def make(directory):
-        make_weights = _make_weights_module()
-        options = make_weights.options_for("small")
+        from elmo_tf.testing import random_weights
+
+        options = random_weights.options_for("small")
         (directory / "options.json").write_text(json.dumps(options), encoding="utf-8")
-        make_weights.write_weights(
-            options, str(directory / "weights.hdf5"), make_weights.SEEDS["small"]
+        random_weights.write_weights(
+            options, str(directory / "weights.hdf5"), random_weights.SEEDS["small"]
         )
 
     directory = made_once(tmp_path_factory, "small_official", make)

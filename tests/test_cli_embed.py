@@ -141,8 +141,11 @@ def test_invalid_utf8_names_file_and_line(tmp_path, tiny_files, capsys):
         ("missing_options", "missing.json: options file not found"),
         ("missing_input", "nope.txt: input file not found"),
         ("missing_output_dir", "does not exist"),
-        ("batch_size_zero", "--batch-size must be at least 1, got 0"),
-        ("max_batch_tokens_negative", "--max-batch-tokens must be 0 (no budget) or more, got -5"),
+        ("batch_size_zero", "batch_size must be a positive integer, got 0"),
+        (
+            "max_batch_tokens_negative",
+            "max_batch_tokens (None or 0: no budget) must be a non-negative integer, got -5",
+        ),
         ("no_model", "model is missing (elmo-tf was installed without its package data"),
         ("options_only", "--options was given without --weights"),
     ],

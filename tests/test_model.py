@@ -265,7 +265,7 @@ def test_token_budget_keeps_short_batches_full_and_can_be_turned_off():
         assert [b.tolist() for b in batches] == [b.tolist() for b in unbudgeted]
     assert [len(b) for b in length_batches.length_batches(lengths, 64, 64 * 47)][:2] == [62, 64]
     for bad in (-1, 1.5, "100", True):
-        with pytest.raises(ValueError, match="max_batch_tokens must be None or a non-negative"):
+        with pytest.raises(ValueError, match=r"max_batch_tokens \(None or 0: no budget\) must be a non-negative integer"):
             length_batches.length_batches(lengths, 64, bad)
 
 
@@ -330,11 +330,11 @@ def test_several_scalar_mixes_and_layer_norm(tiny_files):
 @pytest.mark.parametrize(
     "count, message",
     [
-        (0, "must be from 1 to 64, got 0"),
-        (-1, "must be from 1 to 64, got -1"),
-        (65, "must be from 1 to 64, got 65"),
-        (2.0, "must be an integer, got 2.0"),
-        (True, "must be an integer, got True"),
+        (0, "must be an integer from 1 to 64, got 0"),
+        (-1, "must be an integer from 1 to 64, got -1"),
+        (65, "must be an integer from 1 to 64, got 65"),
+        (2.0, "must be an integer from 1 to 64, got 2.0"),
+        (True, "must be an integer from 1 to 64, got True"),
     ],
 )
 def test_a_number_of_output_representations_outside_1_to_64_is_refused(tiny_model, count, message):

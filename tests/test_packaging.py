@@ -13,6 +13,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXTRA_MODULES = (
     "grpc",
     "tensorflow_serving",
+    "aiohttp",
     "ai_edge_litert",
     "tensorflow_hub",
     "tf_keras",
@@ -91,8 +92,12 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
     # (the command line itself, without TensorFlow: the extras blocked from sitecustomize)
     (tmp_path / "sitecustomize.py").write_text((tmp_path / "block_extras.py").read_text())
     for argv, extra, modules in [
-        (["client", "--server", "127.0.0.1:1", "hello"], "serving", "grpc, tensorflow_serving"),
-        (["serve", "--model-base-path", "."], "serving", "grpc, tensorflow_serving"),
+        (
+            ["client", "--server", "127.0.0.1:1", "hello"],
+            "serving",
+            "grpc, tensorflow_serving, aiohttp",
+        ),
+        (["serve", "--model-base-path", "."], "serving", "grpc, tensorflow_serving, aiohttp"),
         (["export", "tflite", "x.tflite"], "tflite", "ai_edge_litert"),
         (["beam", "--input", "x.txt", "--output", "y"], "beam", "apache_beam"),
     ]:

@@ -288,12 +288,12 @@ def test_a_keras_config_never_loads_a_saved_model_it_names(exported, tmp_path, m
 @pytest.mark.parametrize(
     "key, value, message",
     [
-        ("num_output_representations", 100_000, "must be from 1 to 64, got 100000"),
-        ("num_output_representations", 0, "must be from 1 to 64, got 0"),
-        ("num_output_representations", "2", "must be an integer, got '2'"),
+        ("num_output_representations", 100_000, "must be an integer from 1 to 64, got 100000"),
+        ("num_output_representations", 0, "must be an integer from 1 to 64, got 0"),
+        ("num_output_representations", "2", "must be an integer from 1 to 64, got '2'"),
         ("do_layer_norm", "false", "do_layer_norm must be True or False, got 'false'"),
-        ("l2_coefficient", float("nan"), "l2_coefficient must be finite and >= 0, got nan"),
-        ("dropout", 1.5, "dropout must be from 0 up to (not including) 1, got 1.5"),
+        ("l2_coefficient", float("nan"), "l2_coefficient must be a finite number >= 0, got nan"),
+        ("dropout", 1.5, "dropout must be a finite number >= 0 and < 1, got 1.5"),
         ("options", None, "lacks 'options'"),
     ],
 )

@@ -658,7 +658,11 @@ def test_deployment_assets():
             "num_batch_threads { value: 2 }\nbatch_timeout_micros { value: abc }",
             "line 2: 'batch_timeout_micros' must be an integer, got 'abc'",
         ),
-        ("max_batch_size { value: -5 }", "max_batch_size must be an integer >= 1, got -5"),
+        ("max_batch_size { value: -5 }", "max_batch_size must be a positive integer, got -5"),
+        (
+            "num_batch_threads { value: 3000 }",
+            "num_batch_threads must be an integer from 1 to 64, got 3000",
+        ),
         (
             "max_batch_size { value: 8 }\nmax_batch_size { value: 9 }",
             "line 2: 'max_batch_size' is given twice",
@@ -688,7 +692,18 @@ def test_serve_cli_user_errors(tmp_path, capsys):
     assert "is not a directory" in capsys.readouterr().err
     argv = ["serve", "--model-base-path", str(tmp_path), "--port", "0", "--max-batch-size", "0"]
     assert main(argv) == 1
-    assert "max_batch_size must be an integer >= 1" in capsys.readouterr().err
+    assert "max_batch_size must be a positive integer" in capsys.readouterr().err
+    # thread counts are bounded before a thread starts (3,000 started 12,016 threads; 100,000
+    # spent 90 s starting them, then left the server half-started)
+    for flag, value, message in [
+        ("--num-batch-threads", "3000", "num_batch_threads must be an integer from 1 to 64"),
+        ("--grpc-max-threads", "100000", "grpc_max_threads must be an integer from 1 to 1024"),
+    ]:
+        start = time.monotonic()
+        argv = ["serve", "--model-base-path", str(tmp_path), "--port", "0", flag, value]
+        assert main(argv) == 1
+        (line,) = capsys.readouterr().err.splitlines()
+        assert message in line and time.monotonic() - start < 5
 
 
 @pytest.mark.parametrize(

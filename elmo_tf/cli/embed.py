@@ -11,7 +11,13 @@ from elmo_tf.cli.common import CommandError, check_output_path
 from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
 from elmo_tf.cli.progress import Progress
 from elmo_tf.cpu_threads import configure_threads
-from elmo_tf.embedding_file import LAYER_CHOICES, iter_sentences, write_embeddings
+from elmo_tf.embedding_file import (
+    LAYER_CHOICES,
+    check_max_tokens_per_line,
+    iter_sentences,
+    write_embeddings,
+)
+from elmo_tf.models import length_batches
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.text_lines import MAX_TOKENS_PER_LINE
 
@@ -84,16 +90,12 @@ def add_parser(subparsers):
 
 def run(args):
     # Every check that needs no model runs first: loading the model is the slow part.
-    if args.batch_size < 1:
-        raise CommandError(f"--batch-size must be at least 1, got {args.batch_size}")
-    if args.max_batch_tokens < 0:
-        raise CommandError(
-            f"--max-batch-tokens must be 0 (no budget) or more, got {args.max_batch_tokens}"
-        )
-    if args.max_tokens_per_line < 1:
-        raise CommandError(
-            f"--max-tokens-per-line must be at least 1, got {args.max_tokens_per_line}"
-        )
+    try:  # the library's own checks; each option is its flag with underscores
+        length_batches.check_batch_size(args.batch_size)
+        length_batches.check_max_batch_tokens(args.max_batch_tokens)
+        check_max_tokens_per_line(args.max_tokens_per_line)
+    except ValueError as e:
+        raise CommandError(e) from None
     model_source(args)
     check_output_path(args.output, [args.input], "an HDF5 file name")
     # A file is checked whole before the model loads (a bad line found at once, not after

@@ -13,6 +13,7 @@ from elmo_tf.cli.common import CommandError, check_output_path, require_extra
 from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
 from elmo_tf.export.tflite_arguments import QUANTIZE_CHOICES, check_arguments
 from elmo_tf.export.versions import version_directory
+from elmo_tf.models.settings import check_settings
 
 
 def add_parser(subparsers):
@@ -94,8 +95,10 @@ def _add_tflite_parser(formats):
 
 
 def run_saved_model(args):
-    if not 0.0 <= args.dropout < 1.0:
-        raise CommandError(f"--dropout must be in [0, 1), got {args.dropout}")
+    try:  # the model's own check of its settings, before TensorFlow starts
+        check_settings(l2_coefficient=args.l2_coefficient, dropout=args.dropout)
+    except ValueError as e:
+        raise CommandError(e) from None
     model_source(args)
     version_directory(args.outdir, args.version)  # fail before the slow part
     from elmo_tf.export.saved_model import export_saved_model  # lazy: starts TensorFlow

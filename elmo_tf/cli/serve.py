@@ -7,13 +7,14 @@ Ctrl-C it stops accepting, lets the requests in flight finish for up to
 ``--shutdown-grace-seconds``, then exits whatever connections are still open.
 """
 
+import dataclasses
 import logging
 import signal
 import sys
 import threading
 
 from elmo_tf.cli.common import CommandError, require_extra
-from elmo_tf.serving import options, request_limits
+from elmo_tf.serving import options
 
 
 def add_parser(subparsers):
@@ -22,31 +23,46 @@ def add_parser(subparsers):
         help="serve an exported model over TF Serving's gRPC and REST APIs",
         description=__doc__.split("\n\n")[0],
     )
+    for field in dataclasses.fields(options.ServerOptions):
+        if field.name == "batching":
+            _add_batching_arguments(parser)
+        else:
+            _add_option(parser, field, field.default)
     parser.add_argument(
-        "--model-base-path",
-        "--model_base_path",
-        required=True,
-        metavar="DIR",
-        help="directory of version directories N/ (elmo-tf export saved-model's OUTDIR)",
+        "--shutdown-grace-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="on SIGTERM, how long requests in flight may take (default 30)",
     )
-    parser.add_argument("--model-name", "--model_name", default="elmo", help="default: elmo")
+    return parser
+
+
+def _add_option(parser, field, default):
+    """The flag of an ``options.option`` field: ``--name-with-dashes`` and its aliases."""
+    meta = field.metadata
+    flag = "--" + field.name.replace("_", "-")
+    required = default is dataclasses.MISSING
+    shown = (
+        ""
+        if required or default is None
+        else f" (default {default:g})"
+        if isinstance(default, float)
+        else f" (default {default})"
+    )
     parser.add_argument(
-        "--port",
-        type=int,
-        default=options.DEFAULT_PORT,
-        help=f"gRPC port, 0: any (default {options.DEFAULT_PORT})",
+        flag,
+        *meta["aliases"],
+        dest=field.name,
+        type=meta["type"],
+        required=required,
+        default=None if required else default,
+        metavar=meta["metavar"],
+        help=meta["help"] + shown,
     )
-    parser.add_argument(
-        "--rest-port",
-        "--rest-api-port",
-        "--rest_api_port",
-        type=int,
-        metavar="PORT",
-        help="REST port, 0: any (default: no REST API)",
-    )
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: local only)"
-    )
+
+
+def _add_batching_arguments(parser):
     batching = parser.add_mutually_exclusive_group()
     batching.add_argument(
         "--enable-batching",
@@ -65,73 +81,17 @@ def add_parser(subparsers):
         metavar="FILE",
         help="TF Serving's batching_parameters.txt (the flags below override it)",
     )
-    batching_defaults = options.BatchingOptions()
-    for flag, help_text in (
-        ("--max-batch-size", "most rows in a batch"),
-        ("--batch-timeout-micros", "longest wait for a batch to fill"),
-        ("--max-enqueued-batches", "full batches queued before refusing"),
-        ("--num-batch-threads", "batches run at once, per signature"),
-    ):
-        default = getattr(batching_defaults, flag[2:].replace("-", "_"))
+    for field in dataclasses.fields(options.BatchingOptions):
+        flag = "--" + field.name.replace("_", "-")
+        meta = field.metadata
         parser.add_argument(
             flag,
-            "--" + flag[2:].replace("-", "_"),
+            "--" + field.name,
+            dest=field.name,
             type=int,
-            metavar="N",
-            help=f"{help_text} (default {default})",
+            metavar=meta["metavar"],
+            help=f"{meta['help']} (default {field.default})",  # None: the file's, else this
         )
-    parser.add_argument(
-        "--max-request-bytes",
-        type=int,
-        default=options.DEFAULT_MAX_REQUEST_BYTES,
-        metavar="N",
-        help="largest request accepted, gRPC or REST "
-        f"(default {options.DEFAULT_MAX_REQUEST_BYTES:,})",
-    )
-    parser.add_argument(
-        "--poll-seconds",
-        "--file-system-poll-wait-seconds",
-        "--file_system_poll_wait_seconds",
-        type=float,
-        default=options.DEFAULT_POLL_SECONDS,
-        metavar="S",
-        help="how often to look for a new version, 0: never "
-        f"(default {options.DEFAULT_POLL_SECONDS:g})",
-    )
-    parser.add_argument(
-        "--grpc-max-threads",
-        "--grpc_max_threads",
-        type=int,
-        default=options.DEFAULT_GRPC_MAX_THREADS,
-        metavar="N",
-        help=f"gRPC requests in flight at once (default {options.DEFAULT_GRPC_MAX_THREADS})",
-    )
-    for flag, default, help_text in (
-        ("--max-request-rows", "DEFAULT_MAX_REQUEST_ROWS", "rows (sentences) in one request"),
-        ("--max-tokens-per-row", "DEFAULT_MAX_TOKENS_PER_ROW", "tokens in one row"),
-        ("--max-request-tokens", "DEFAULT_MAX_REQUEST_TOKENS", "rows x longest row, one request"),
-        ("--max-token-bytes", "DEFAULT_MAX_TOKEN_BYTES", "UTF-8 bytes in one token"),
-    ):
-        value = getattr(request_limits, default)
-        parser.add_argument(
-            flag, type=int, default=value, metavar="N", help=f"{help_text} (default {value})"
-        )
-    parser.add_argument(
-        "--rest-timeout-seconds",
-        type=float,
-        default=options.DEFAULT_REST_TIMEOUT_SECONDS,
-        metavar="S",
-        help="close a REST connection idle or sending a request for this long "
-        f"(default {options.DEFAULT_REST_TIMEOUT_SECONDS:g})",
-    )
-    parser.add_argument(
-        "--shutdown-grace-seconds",
-        type=float,
-        default=30.0,
-        metavar="S",
-        help="on SIGTERM, how long requests in flight may take (default 30)",
-    )
-    return parser
 
 
 def batching_options(args):
@@ -141,36 +101,18 @@ def batching_options(args):
     values = {}
     if args.batching_parameters_file:
         values.update(options.read_batching_parameters(args.batching_parameters_file))
-    for name in (
-        "max_batch_size",
-        "batch_timeout_micros",
-        "max_enqueued_batches",
-        "num_batch_threads",
-    ):
-        if getattr(args, name) is not None:
-            values[name] = getattr(args, name)
+    for field in dataclasses.fields(options.BatchingOptions):
+        if getattr(args, field.name) is not None:
+            values[field.name] = getattr(args, field.name)
     return options.BatchingOptions(**values)
 
 
 def server_options(args):
     """The ``ServerOptions`` of the flags; it checks every value (errors name the option,
     whose flag is the same name with dashes)."""
-    return options.ServerOptions(
-        model_base_path=args.model_base_path,
-        model_name=args.model_name,
-        host=args.host,
-        port=args.port,
-        rest_port=args.rest_port,
-        batching=batching_options(args),
-        max_request_bytes=args.max_request_bytes,
-        poll_seconds=args.poll_seconds,
-        grpc_max_threads=args.grpc_max_threads,
-        max_request_rows=args.max_request_rows,
-        max_tokens_per_row=args.max_tokens_per_row,
-        max_request_tokens=args.max_request_tokens,
-        max_token_bytes=args.max_token_bytes,
-        rest_timeout_seconds=args.rest_timeout_seconds,
-    )
+    fields = [f.name for f in dataclasses.fields(options.ServerOptions) if f.name != "batching"]
+    values = {name: getattr(args, name) for name in fields}
+    return options.ServerOptions(**values, batching=batching_options(args))
 
 
 def run(args):

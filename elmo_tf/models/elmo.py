@@ -4,18 +4,17 @@ The graph (``call``, ``contextualize``) lives here; the host side of ``embed`` (
 the token-vector cache, compiled calls, assembling the results) in ``embedder``.
 """
 
-import numbers
-
 import keras
 import numpy as np
 from keras import ops
 
-from elmo_tf import backend, characters, presets
+from elmo_tf import backend, characters, checks, presets
 from elmo_tf.config import ElmoConfig
 from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
 from elmo_tf.models.embedder import Embedder
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.models.outputs import LSTMState, output_keys
+from elmo_tf.models.settings import MAX_OUTPUT_REPRESENTATIONS, check_settings  # noqa: F401
 from elmo_tf.weight_file import load_weights as load_weight_file
 
 
@@ -83,9 +82,8 @@ class ELMo(keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        _check_settings(num_output_representations, do_layer_norm, l2_coefficient, dropout)
-        if not isinstance(dedupe_tokens, bool):
-            raise ValueError(f"dedupe_tokens must be True or False, got {dedupe_tokens!r}")
+        check_settings(num_output_representations, do_layer_norm, l2_coefficient, dropout)
+        checks.boolean("dedupe_tokens", dedupe_tokens)
         if isinstance(config, dict):
             config = ElmoConfig.from_options(config)
         self.config = config
@@ -415,33 +413,6 @@ def fine_tuned_weights(model, fine_tune):
     if fine_tune == "mix":
         return [w for mix in model.scalar_mixes for w in mix.weights]
     return []
-
-
-# Output representations a model may mix (AllenNLP uses one or two, one per task input): each
-# is a ScalarMix and an output, and a .keras file's config can ask for any number.
-MAX_OUTPUT_REPRESENTATIONS = 64
-
-
-def _check_settings(num_output_representations, do_layer_norm, l2_coefficient, dropout):
-    """ValueError naming the first of ``ELMo``'s settings that is not a legal value: they also
-    arrive from files (a ``.keras`` config, an exported ``elmo_config``), where ``"false"``
-    would read as true and 100,000 representations would build for minutes and crash."""
-    count = num_output_representations
-    if isinstance(count, bool) or not isinstance(count, numbers.Integral):
-        raise ValueError(f"num_output_representations must be an integer, got {count!r}")
-    if not 1 <= count <= MAX_OUTPUT_REPRESENTATIONS:
-        raise ValueError(
-            f"num_output_representations must be from 1 to {MAX_OUTPUT_REPRESENTATIONS}, "
-            f"got {count}"
-        )
-    if not isinstance(do_layer_norm, bool):
-        raise ValueError(f"do_layer_norm must be True or False, got {do_layer_norm!r}")
-    for name, value, high in (("l2_coefficient", l2_coefficient, None), ("dropout", dropout, 1)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ValueError(f"{name} must be a number, got {value!r}")
-        if not (0 <= value < high if high else 0 <= value < float("inf")):
-            bound = f"from 0 up to (not including) {high}" if high else "finite and >= 0"
-            raise ValueError(f"{name} must be {bound}, got {value!r}")
 
 
 def _check_char_ids(char_ids, n_characters):

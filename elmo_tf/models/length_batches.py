@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from elmo_tf import checks
+
 # Sentences per model call that ``ELMo.embed``, ``elmo-tf embed`` and the Beam handlers use by
 # default. The biLSTM's recurrent matmul ((B, P) x (P, 4D) a step) streams its kernel once per
 # step whatever B is, so a step gets cheaper per row as B grows; past 128, tokens/s gains 2-3%
@@ -15,19 +17,15 @@ DEFAULT_BATCH_SIZE = 128
 DEFAULT_MAX_BATCH_TOKENS = DEFAULT_BATCH_SIZE * 48
 
 
+def check_batch_size(batch_size):
+    """Raises ``ValueError`` unless ``batch_size`` is a positive integer."""
+    checks.positive_integer("batch_size", batch_size)
+
+
 def check_max_batch_tokens(max_batch_tokens):
     """Raises ``ValueError`` unless ``max_batch_tokens`` is ``None`` or an integer >= 0."""
-    if max_batch_tokens is None:
-        return
-    if (
-        isinstance(max_batch_tokens, bool)
-        or not isinstance(max_batch_tokens, int | np.integer)
-        or max_batch_tokens < 0
-    ):
-        raise ValueError(
-            "max_batch_tokens must be None or a non-negative integer (0 or None: no budget), "
-            f"got {max_batch_tokens!r}"
-        )
+    if max_batch_tokens is not None:
+        checks.integer("max_batch_tokens (None or 0: no budget)", max_batch_tokens, minimum=0)
 
 
 def length_batches(lengths, batch_size, max_batch_tokens=None):
@@ -40,8 +38,7 @@ def length_batches(lengths, batch_size, max_batch_tokens=None):
     batches come first so that memory peaks early. Returns a list of int arrays of indices
     into ``lengths``.
     """
-    if not isinstance(batch_size, int | np.integer) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    check_batch_size(batch_size)
     check_max_batch_tokens(max_batch_tokens)
     lengths = np.asarray(lengths, dtype=np.int64)
     order = np.argsort(-lengths, kind="stable")

@@ -2,6 +2,8 @@
 
 import typing
 
+from elmo_tf import checks
+
 
 def output_keys(n_lstm_layers, num_output_representations=1):
     """The output keys of an ELMo with ``n_lstm_layers`` LSTM layers, in order.
@@ -15,12 +17,8 @@ def output_keys(n_lstm_layers, num_output_representations=1):
     >>> output_keys(1)
     ('word_emb', 'lstm_outputs1', 'elmo', 'default', 'sequence_len')
     """
-    for name, value in [
-        ("n_lstm_layers", n_lstm_layers),
-        ("num_output_representations", num_output_representations),
-    ]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    checks.positive_integer("n_lstm_layers", n_lstm_layers)
+    checks.positive_integer("num_output_representations", num_output_representations)
     return (
         "word_emb",
         *(f"lstm_outputs{k}" for k in range(1, n_lstm_layers + 1)),

@@ -8,11 +8,10 @@ before it knows whether the ``[serving]`` extra is installed.
 """
 
 import dataclasses
-import difflib
-import math
 import os
 import re
 
+from elmo_tf import checks
 from elmo_tf.errors import ElmoError
 from elmo_tf.serving.request_limits import (
     DEFAULT_MAX_REQUEST_ROWS,
@@ -29,6 +28,19 @@ DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
 DEFAULT_POLL_SECONDS = 2.0
 DEFAULT_GRPC_MAX_THREADS = 32
 DEFAULT_REST_TIMEOUT_SECONDS = 30.0
+# Threads are cheap until thousands of them start at once (each batch thread starts about four
+# more): bounded as the request sizes are.
+MAX_BATCH_THREADS = 64
+MAX_GRPC_THREADS = 1024
+
+
+def option(default, help, type=int, aliases=(), metavar=None):  # noqa: A002 - argparse's names
+    """A dataclass field that is also an ``elmo-tf serve`` flag (``--name-with-dashes``, and
+    TF Serving's spelling among ``aliases``): ``help`` says what it is, the default is added."""
+    metadata = {"help": help, "type": type, "aliases": aliases, "metavar": metavar}
+    if default is dataclasses.MISSING:
+        return dataclasses.field(metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 class OptionError(ElmoError, ValueError):
@@ -39,15 +51,16 @@ class OptionError(ElmoError, ValueError):
 class BatchingOptions:
     """TF Serving's batching parameters (``batching_parameters.txt``) that this server uses."""
 
-    max_batch_size: int = 32
-    batch_timeout_micros: int = 2000
-    max_enqueued_batches: int = 100
-    num_batch_threads: int = 2
+    max_batch_size: int = option(32, "most rows in a batch", metavar="N")
+    batch_timeout_micros: int = option(2000, "longest wait for a batch to fill", metavar="N")
+    max_enqueued_batches: int = option(100, "full batches queued before refusing", metavar="N")
+    num_batch_threads: int = option(2, "batches run at once, per signature", metavar="N")
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
             minimum = 0 if field.name == "batch_timeout_micros" else 1
-            _check_int(field.name, getattr(self, field.name), minimum)
+            maximum = MAX_BATCH_THREADS if field.name == "num_batch_threads" else None
+            _check_int(field.name, getattr(self, field.name), minimum, maximum)
 
     @property
     def max_queued_rows(self):
@@ -109,8 +122,7 @@ def read_batching_parameters(path):
             name = match["name"]
             value = match["wrapped"] if match["wrapped"] is not None else match["plain"]
             if name not in known:
-                close = difflib.get_close_matches(name, known, n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
+                hint = checks.did_you_mean(name, known)
                 raise OptionError(
                     f"{path}: line {number}: '{name[:60]}' is not a field of TF Serving's "
                     f"BatchingParameters{hint}"
@@ -157,20 +169,55 @@ class ServerOptions:
             request before it is closed.
     """
 
-    model_base_path: str
-    model_name: str = "elmo"
-    host: str = "127.0.0.1"
-    port: int = DEFAULT_PORT
-    rest_port: int | None = DEFAULT_REST_PORT
+    model_base_path: str = option(
+        dataclasses.MISSING,
+        "directory of version directories N/ (elmo-tf export saved-model's OUTDIR)",
+        type=str,
+        aliases=("--model_base_path",),
+        metavar="DIR",
+    )
+    model_name: str = option(
+        "elmo", "the name clients ask for", type=str, aliases=("--model_name",)
+    )
+    host: str = option("127.0.0.1", "address to listen on (127.0.0.1: local only)", type=str)
+    port: int = option(DEFAULT_PORT, "gRPC port, 0: any")
+    rest_port: int | None = option(
+        DEFAULT_REST_PORT,
+        "REST port, 0: any (default: no REST API)",
+        aliases=("--rest-api-port", "--rest_api_port"),
+        metavar="PORT",
+    )
     batching: BatchingOptions | None = dataclasses.field(default_factory=BatchingOptions)
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
-    poll_seconds: float = DEFAULT_POLL_SECONDS
-    grpc_max_threads: int = DEFAULT_GRPC_MAX_THREADS
-    max_request_rows: int = DEFAULT_MAX_REQUEST_ROWS
-    max_tokens_per_row: int = DEFAULT_MAX_TOKENS_PER_ROW
-    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES
-    rest_timeout_seconds: float = DEFAULT_REST_TIMEOUT_SECONDS
+    max_request_bytes: int = option(
+        DEFAULT_MAX_REQUEST_BYTES, "largest request accepted, gRPC or REST", metavar="N"
+    )
+    poll_seconds: float = option(
+        DEFAULT_POLL_SECONDS,
+        "how often to look for a new version, 0: never",
+        type=float,
+        aliases=("--file-system-poll-wait-seconds", "--file_system_poll_wait_seconds"),
+        metavar="S",
+    )
+    grpc_max_threads: int = option(
+        DEFAULT_GRPC_MAX_THREADS,
+        "gRPC requests in flight at once",
+        aliases=("--grpc_max_threads",),
+        metavar="N",
+    )
+    max_request_rows: int = option(
+        DEFAULT_MAX_REQUEST_ROWS, "rows (sentences) in one request", metavar="N"
+    )
+    max_tokens_per_row: int = option(DEFAULT_MAX_TOKENS_PER_ROW, "tokens in one row", metavar="N")
+    max_request_tokens: int = option(
+        DEFAULT_MAX_REQUEST_TOKENS, "rows x longest row, one request", metavar="N"
+    )
+    max_token_bytes: int = option(DEFAULT_MAX_TOKEN_BYTES, "UTF-8 bytes in one token", metavar="N")
+    rest_timeout_seconds: float = option(
+        DEFAULT_REST_TIMEOUT_SECONDS,
+        "close a REST connection idle or sending a request for this long",
+        type=float,
+        metavar="S",
+    )
 
     def __post_init__(self):
         if not os.path.isdir(self.model_base_path):
@@ -182,8 +229,8 @@ class ServerOptions:
             _check_int("rest_port", self.rest_port, 0, 65535)
         if self.batching is not None and not isinstance(self.batching, BatchingOptions):
             raise OptionError("batching must be BatchingOptions or None")
-        for name in ("max_request_bytes", "grpc_max_threads"):
-            _check_int(name, getattr(self, name), 1)
+        _check_int("max_request_bytes", self.max_request_bytes, 1)
+        _check_int("grpc_max_threads", self.grpc_max_threads, 1, MAX_GRPC_THREADS)
         _check_number("poll_seconds", self.poll_seconds, positive=False)
         _check_number("rest_timeout_seconds", self.rest_timeout_seconds, positive=True)
         try:
@@ -202,20 +249,11 @@ class ServerOptions:
 
 
 def _check_int(name, value, minimum, maximum=None):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise OptionError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if maximum is not None and value > maximum:
-        raise OptionError(f"{name} must be an integer <= {maximum}, got {value!r}")
+    checks.integer(name, value, minimum, maximum, error=OptionError)
 
 
 def _check_number(name, value, positive):
-    ok = (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and math.isfinite(value)
-        and (value > 0 if positive else value >= 0)
-    )
-    if not ok:
-        raise OptionError(
-            f"{name} must be a {'positive' if positive else 'non-negative'} number, got {value!r}"
-        )
+    if positive:
+        checks.number(name, value, above=0, error=OptionError)
+    else:
+        checks.number(name, value, minimum=0, error=OptionError)

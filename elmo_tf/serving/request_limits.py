@@ -21,6 +21,8 @@ import dataclasses
 import math
 import threading
 
+from elmo_tf import checks
+
 DEFAULT_MAX_REQUEST_ROWS = 2048
 DEFAULT_MAX_TOKENS_PER_ROW = 1024
 DEFAULT_MAX_REQUEST_TOKENS = 65536
@@ -47,9 +49,7 @@ class RequestLimits:
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{field.name} must be an integer >= 1, got {value!r}")
+            checks.positive_integer(field.name, getattr(self, field.name))
 
     def check_shape(self, alias, shape, spec_shape):
         """Checks the declared ``shape`` of input ``alias`` (a list of ints) before its values
@@ -132,8 +132,7 @@ class BodyBudget:
     """
 
     def __init__(self, capacity):
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-            raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
+        checks.positive_integer("capacity", capacity)
         self.capacity = capacity
         self.used = 0
         self._queue = collections.deque()  # the reservations waiting, in order of arrival

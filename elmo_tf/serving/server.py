@@ -11,7 +11,6 @@ extras.require("serving", __name__)
 
 import concurrent.futures
 import logging
-import threading
 import time
 
 import grpc
@@ -22,6 +21,7 @@ from elmo_tf.serving.errors import clip, not_found
 from elmo_tf.serving.model_manager import ModelManager
 from elmo_tf.serving.options import BatchingOptions, ServerOptions  # noqa: F401 (re-exported)
 from elmo_tf.serving.rest_api import RestServer
+from elmo_tf.serving.rest_protocol import RestProtocol
 
 log = logging.getLogger("serving")
 
@@ -46,7 +46,6 @@ class ModelServer:
         self.rest_port = None
         self._grpc = None
         self._rest = None
-        self._rest_thread = None
 
     def start(self):
         """Loads the model, then listens; ``port`` and ``rest_port`` hold the bound ports."""
@@ -89,11 +88,15 @@ class ModelServer:
         self._grpc.start()
         if options.rest_port is not None:
             try:
-                self._rest = RestServer(
-                    (options.host, options.rest_port),
+                protocol = RestProtocol(
                     self,
                     grpc_api.PredictionServicer(self),
                     grpc_api.ModelServicer(self),
+                    parse_timeout=options.rest_timeout_seconds,
+                )
+                self._rest = RestServer(
+                    (options.host, options.rest_port),
+                    protocol,
                     options.max_request_bytes,
                     options.rest_timeout_seconds,
                 )
@@ -101,10 +104,6 @@ class ModelServer:
                 message = _cannot_listen(options.host, options.rest_port, "REST", "rest_port")
                 raise ListenError(f"{message} ({e.strerror or e})") from None
             self.rest_port = self._rest.server_address[1]
-            self._rest_thread = threading.Thread(
-                target=self._rest.serve_forever, name="rest", daemon=True
-            )
-            self._rest_thread.start()
 
     def stop(self, grace=30.0):
         """Refuses new requests, lets those in flight finish for up to ``grace`` seconds, then

@@ -1,0 +1,105 @@
+"""Argument checks, one home for each rule: integers in a range, numbers in a range, booleans
+that are booleans, and the "did you mean" of a misspelt name.
+
+Each check returns the value when it passes and raises ``error`` (``ValueError`` unless the
+caller names its own class) with one message per rule, naming the argument and what it got:
+``batch_size must be a positive integer, got 0``.
+"""
+
+import difflib
+import math
+import numbers
+
+# How close a misspelt name must be to a known one to be called a typo of it (difflib's ratio:
+# "cel_clip" against "cell_clip" is 0.94; unrelated names of the same length stay under 0.6).
+TYPO_RATIO = 0.8
+
+
+def is_integer(value):
+    """An integer (a NumPy one too), not a ``bool``."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_number(value):
+    """A real number (an integer or a float, NumPy's too), not a ``bool``."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def integer(name, value, minimum=None, maximum=None, error=ValueError):
+    """``value`` if it is an integer within ``[minimum, maximum]`` (either bound optional)."""
+    if is_integer(value) and (minimum is None or value >= minimum):
+        if maximum is None or value <= maximum:
+            return value
+    raise error(f"{name} must be {_integer_rule(minimum, maximum)}, got {_shown(value)}")
+
+
+def _integer_rule(minimum, maximum):
+    if minimum is not None and maximum is not None:
+        return f"an integer from {minimum} to {maximum}"
+    if maximum is not None:
+        return f"an integer <= {maximum}"
+    return {None: "an integer", 0: "a non-negative integer", 1: "a positive integer"}.get(
+        minimum, f"an integer >= {minimum}"
+    )
+
+
+def positive_integer(name, value, error=ValueError):
+    """``value`` if it is an integer >= 1."""
+    return integer(name, value, minimum=1, error=error)
+
+
+def number(name, value, minimum=None, maximum=None, below=None, above=None, error=ValueError):
+    """``value`` if it is a finite number, at least ``minimum`` and at most ``maximum``,
+    strictly below ``below`` and strictly above ``above`` (each bound optional)."""
+    ok = is_number(value) and math.isfinite(value)
+    ok = ok and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+    ok = ok and (below is None or value < below) and (above is None or value > above)
+    if ok:
+        return value
+    bounds = [
+        f">= {minimum}" if minimum is not None else None,
+        f"> {above}" if above is not None else None,
+        f"<= {maximum}" if maximum is not None else None,
+        f"< {below}" if below is not None else None,
+    ]
+    rule = " and ".join(b for b in bounds if b)
+    raise error(f"{name} must be a finite number{' ' + rule if rule else ''}, got {_shown(value)}")
+
+
+def boolean(name, value, error=ValueError):
+    """``value`` if it is ``True`` or ``False`` (not ``1``, not ``"false"``)."""
+    if isinstance(value, bool):
+        return value
+    raise error(f"{name} must be True or False, got {_shown(value)}")
+
+
+def one_of(name, value, choices, error=ValueError):
+    """``value`` if it is one of ``choices``; the error names them, and the one ``value`` is a
+    typo of, if any."""
+    if value in choices:
+        return value
+    hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+    allowed = ", ".join(map(str, choices))
+    raise error(f"{name} must be one of {allowed}, got {_shown(value)}{hint}")
+
+
+def closest(word, known):
+    """The name in ``known`` that ``word`` is a typo of, else ``None``."""
+    close = difflib.get_close_matches(str(word)[:64], list(known), n=1, cutoff=TYPO_RATIO)
+    return close[0] if close else None
+
+
+def did_you_mean(word, known):
+    """``"; did you mean 'X'?"`` for the name in ``known`` that ``word`` is a typo of, else
+    ``""``."""
+    close = closest(word, known)
+    return f"; did you mean '{close}'?" if close else ""
+
+
+def _shown(value, limit=60):
+    """``repr(value)``, cut short: a value may come from a file."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long for str() (sys.get_int_max_str_digits)
+        return "<a very large integer>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,24 @@
+"""What ``ELMo``'s settings may be, checked without TensorFlow (the command line checks its flags
+with these before it imports it)."""
+
+from elmo_tf import checks
+
+# Output representations a model may mix (AllenNLP uses one or two, one per task input): each
+# is a ScalarMix and an output, and a .keras file's config can ask for any number.
+MAX_OUTPUT_REPRESENTATIONS = 64
+
+
+def check_settings(num_output_representations=1, do_layer_norm=False, l2_coefficient=0.0,
+                   dropout=0.0):  # fmt: skip
+    """ValueError naming the first of ``ELMo``'s settings that is not a legal value: they also
+    arrive from files (a ``.keras`` config, an exported ``elmo_config``), where ``"false"``
+    would read as true and 100,000 representations would build for minutes and crash."""
+    checks.integer(
+        "num_output_representations",
+        num_output_representations,
+        minimum=1,
+        maximum=MAX_OUTPUT_REPRESENTATIONS,
+    )
+    checks.boolean("do_layer_norm", do_layer_norm)
+    checks.number("l2_coefficient", l2_coefficient, minimum=0)
+    checks.number("dropout", dropout, minimum=0, below=1)

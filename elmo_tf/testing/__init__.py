@@ -1,0 +1,9 @@
+"""Helpers the tests, the benchmarks and ``serving/loadtest.py`` share (imported by name from
+the installed package: no ``sys.path`` edits).
+
+==================  ==============================================================
+``random_weights``  official-layout weight files of random values in a given shape
+``processes``       a server in a child process; its CPU, memory, threads; tables
+``sotu_text``       the State of the Union text split and tokenised as for the bundled model
+==================  ==============================================================
+"""
