@@ -265,7 +265,8 @@ def test_token_budget_keeps_short_batches_full_and_can_be_turned_off():
         assert [b.tolist() for b in batches] == [b.tolist() for b in unbudgeted]
     assert [len(b) for b in length_batches.length_batches(lengths, 64, 64 * 47)][:2] == [62, 64]
     for bad in (-1, 1.5, "100", True):
-        with pytest.raises(ValueError, match=r"max_batch_tokens \(None or 0: no budget\) must be a non-negative integer"):
+        message = r"max_batch_tokens \(None or 0: no budget\) must be a non-negative integer"
+        with pytest.raises(ValueError, match=message):
             length_batches.length_batches(lengths, 64, bad)
 
 
