@@ -187,11 +187,19 @@ class RestProtocol:
 
             def read_inputs(spec):
                 payload = parsed.pop()["instances" if row_format else "inputs"]
+                reader = _row_inputs if row_format else _columnar_inputs
+                inputs, error = None, None
                 try:
-                    return (_row_inputs if row_format else _columnar_inputs)(payload, spec, limits)
-                finally:
-                    del payload
-                    reservation.release()  # the JSON objects are gone; the arrays are small
+                    inputs = reader(payload, spec, limits)
+                except ServingError as e:
+                    # Raised again without its traceback: the frames it holds hold the parsed
+                    # body, which must be freed before its room in the budget is.
+                    error = ServingError(e.code, e.message, e.http_status)
+                del payload
+                reservation.release()  # the JSON objects are gone; the arrays are small
+                if error is not None:
+                    raise error
+                return inputs
 
             _, outputs = self.model_server.predict(
                 name, version, signature, read_inputs, [], alive=alive
