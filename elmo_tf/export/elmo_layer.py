@@ -45,7 +45,7 @@ class ElmoLayer(keras.layers.Layer):
             any other key of the SavedModel's outputs (``"elmo"``, ``"word_emb"``,
             ``"lstm_outputs1"`` .. ``"lstm_outputs{L}"`` for its L LSTM layers,
             ``"sequence_len"``; shapes and meaning in the table of
-            ``elmo_tf.export.saved_model_module``).
+            ``elmo_tf.models.outputs``).
         fine_tune: which weights train: ``"mix"`` (ScalarMix weights and gamma), ``"all"``, or
             ``"none"``; default: what the SavedModel was exported with.
         dropout: dropout on ``elmo`` during training; default: the exported rate.

@@ -14,28 +14,8 @@ signature      inputs                                       notes
                                                             zero rows are padding
 =============  ===========================================  =====================================
 
-Every signature returns these outputs (T = the longest sentence of the request, P the
-projection size, L the model's number of LSTM layers, ``lstm.n_layers`` in its options.json;
-``elmo_tf.models.output_keys(L)`` lists the keys in this order):
-
-==================  ==========================  ============================================
-output              shape, dtype                meaning
-==================  ==========================  ============================================
-``word_emb``        ``[batch, T, P]`` float32   context-free character-CNN token vectors
-``lstm_outputs1``   ``[batch, T, 2P]`` float32  biLSTM layer 1 (forward ; backward)
-...                 ...                         ...
-``lstm_outputsL``   ``[batch, T, 2P]`` float32  biLSTM layer L, the top one (two in the
-                                                published models: ``lstm_outputs2``)
-``elmo``            ``[batch, T, 2P]`` float32  the learned ScalarMix of the L + 1 layers
-                                                (``word_emb`` duplicated to 2P, then each
-                                                biLSTM layer)
-``default``         ``[batch, 2P]`` float32     mean of ``elmo`` over each sentence's tokens
-``sequence_len``    ``[batch]`` int32           tokens per sentence
-==================  ==========================  ============================================
-
-This table is the one statement of the outputs: ``ELMo.call``/``ELMo.embed``,
-``elmo_tf.ElmoLayer`` and the TFLite export (``elmo_tf.export.tflite``) return the same keys
-with the same meaning.
+Every signature returns the outputs of ``elmo_tf.models.outputs`` (its table is the one
+statement of them), T being the longest sentence of the request.
 
 Padded positions are zero. Bad input (a wrong dtype or rank, or a ``sequence_len`` that is
 negative, longer than its row, or of another batch size) fails with an error naming the input.

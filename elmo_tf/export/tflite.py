@@ -5,7 +5,7 @@ Contract of the flatbuffer: one signature, ``serving_default``, with one input,
 are padding, positions and sentences), where N = ``--batch-size`` and T = the sentence length,
 fixed to ``--max-length`` when given, else set per call. Its outputs are those of the
 SavedModel's ``char_ids`` signature, with the same keys, shapes (``batch`` = N) and meaning:
-the table in ``elmo_tf.export.saved_model_module`` (``word_emb``, ``lstm_outputs1`` ..
+the table in ``elmo_tf.models.outputs`` (``word_emb``, ``lstm_outputs1`` ..
 ``lstm_outputsL`` for the model's L LSTM layers, ``elmo``, ``default``, ``sequence_len``).
 They equal the SavedModel's to float32 round-off; padded positions and all-zero rows come out
 as zeros.

@@ -8,12 +8,9 @@ Two layouts compute the same step (``LSTMCellWithProjection.step``):
   the four gates.
 
 Which is faster depends on the CPU (its matmul kernels for the two widths, its caches) and on
-the batch. One direction's step at B = 128 of the published shape, one thread, took 0.93-0.96
-of the fused layout's time per gate on an AVX-512 Xeon and 0.92-0.95 with oneDNN held to AVX2
-there, and the fused recurrent matmul ran at a third of the per-block rate on an AVX2-only AMD
-Zen 3; but the per-gate blocks are column slices of the stored kernel, copied at every call
-(128 MB for the published shape), which a call of one sentence (about 120 ms) does not earn
-back (docs/performance.md). So:
+the batch (the measurements: docs/performance.md, "The LSTM step's layout"); and the per-gate
+blocks are column slices of the stored kernel, copied at every call, which a call of a few
+sentences does not earn back. So:
 
 - ``ELMO_TF_LSTM_LAYOUT=per_gate`` or ``fused`` pins it (for bitwise reproducibility: the two
   layouts agree to float32 round-off, not bit for bit);

@@ -59,7 +59,7 @@ class ELMo(keras.Model):
     Returns:
         A dict keyed by ``output_keys(L, num_output_representations)`` for the config's L LSTM
         layers (``word_emb``, ``lstm_outputs1`` .. ``lstm_outputs{L}``, ``elmo``, ``default``,
-        ``sequence_len``; shapes and meaning in the table of ``elmo_tf.export.saved_model_module``;
+        ``sequence_len``; shapes and meaning in the table of ``elmo_tf.models.outputs``;
         ``elmo_k`` are the extra mixes, shaped like ``elmo``; :meth:`output_shapes` gives
         every shape), plus ``state`` (an ``LSTMState`` after each row's last real position)
         when an initial state was given. Padded positions are zero.
@@ -369,7 +369,7 @@ class ELMo(keras.Model):
 
         Returns:
             A dict with the keys and meaning of :meth:`call`'s outputs (the table in
-            ``elmo_tf.export.saved_model_module``; arrays padded to the longest sentence,
+            ``elmo_tf.models.outputs``; arrays padded to the longest sentence,
             shapes as :meth:`output_shapes` gives them), or ``(outputs, state)`` with
             ``return_state``.
         """

@@ -1,4 +1,30 @@
-"""What an ELMo returns: its output keys, in order, and its explicit LSTM state."""
+"""What an ELMo returns: its output keys, in order, and its explicit LSTM state.
+
+Every surface returns these outputs (T = the longest sentence, P the
+projection size, L the model's number of LSTM layers, ``lstm.n_layers`` in its options.json;
+``elmo_tf.models.output_keys(L)`` lists the keys in this order):
+
+==================  ==========================  ============================================
+output              shape, dtype                meaning
+==================  ==========================  ============================================
+``word_emb``        ``[batch, T, P]`` float32   context-free character-CNN token vectors
+``lstm_outputs1``   ``[batch, T, 2P]`` float32  biLSTM layer 1 (forward ; backward)
+...                 ...                         ...
+``lstm_outputsL``   ``[batch, T, 2P]`` float32  biLSTM layer L, the top one (two in the
+                                                published models: ``lstm_outputs2``)
+``elmo``            ``[batch, T, 2P]`` float32  the learned ScalarMix of the L + 1 layers
+                                                (``word_emb`` duplicated to 2P, then each
+                                                biLSTM layer)
+``default``         ``[batch, 2P]`` float32     mean of ``elmo`` over each sentence's tokens
+``sequence_len``    ``[batch]`` int32           tokens per sentence
+==================  ==========================  ============================================
+
+This table is the one statement of the outputs: ``ELMo.call``/``ELMo.embed``, the SavedModel's
+signatures (``elmo_tf.export.saved_model_module``), ``elmo_tf.ElmoLayer`` and the TFLite export
+(``elmo_tf.export.tflite``) return the same keys with the same meaning. Padded positions are
+zero. A model with ``num_output_representations`` R > 1 also returns ``elmo_1`` ..
+``elmo_{R-1}``, shaped like ``elmo``.
+"""
 
 import typing
 
@@ -11,8 +37,7 @@ def output_keys(n_lstm_layers, num_output_representations=1):
     ``word_emb``, ``lstm_outputs1`` .. ``lstm_outputs{n_lstm_layers}``, ``elmo`` (then
     ``elmo_1`` .. ``elmo_{R-1}`` for ``num_output_representations`` R > 1), ``default``,
     ``sequence_len``. With the default R = 1 these are the outputs of every exported surface
-    (SavedModel signatures, ``ElmoLayer``, TFLite); their shapes and meaning are tabled in
-    ``elmo_tf.export.saved_model_module``.
+    (SavedModel signatures, ``ElmoLayer``, TFLite); their shapes and meaning are tabled above.
 
     >>> output_keys(1)
     ('word_emb', 'lstm_outputs1', 'elmo', 'default', 'sequence_len')

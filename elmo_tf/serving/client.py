@@ -108,7 +108,7 @@ def embed(
         timeout: seconds the call may take.
 
     Returns:
-        ``{output key: numpy array}`` (see ``elmo_tf.export.saved_model_module``).
+        ``{output key: numpy array}`` (see ``elmo_tf.models.outputs``).
     """
     with Client(server, model_name, timeout) as client:
         return client.embed(sentences, signature, outputs, version)
