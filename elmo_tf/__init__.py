@@ -28,7 +28,7 @@ import importlib as _importlib
 import os as _os
 import sys as _sys
 
-from elmo_tf import _moved, native_logs
+from elmo_tf import _moved, environment, native_logs
 
 _moved.install()
 
@@ -72,6 +72,7 @@ def _started_as_command(argv=None):
 
 
 def _import_public_names():
+    environment.check()  # every ELMO_TF_* variable, once, before Keras starts
     native_logs.start_keras_quietly()
     for name, module in _PUBLIC.items():
         globals()[name] = getattr(_importlib.import_module(module), name)

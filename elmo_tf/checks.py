@@ -30,7 +30,7 @@ def integer(name, value, minimum=None, maximum=None, error=ValueError):
     if is_integer(value) and (minimum is None or value >= minimum):
         if maximum is None or value <= maximum:
             return value
-    raise error(f"{name} must be {_integer_rule(minimum, maximum)}, got {_shown(value)}")
+    raise error(f"{name} must be {_integer_rule(minimum, maximum)}, got {shown(value)}")
 
 
 def _integer_rule(minimum, maximum):
@@ -63,14 +63,14 @@ def number(name, value, minimum=None, maximum=None, below=None, above=None, erro
         f"< {below}" if below is not None else None,
     ]
     rule = " and ".join(b for b in bounds if b)
-    raise error(f"{name} must be a finite number{' ' + rule if rule else ''}, got {_shown(value)}")
+    raise error(f"{name} must be a finite number{' ' + rule if rule else ''}, got {shown(value)}")
 
 
 def boolean(name, value, error=ValueError):
     """``value`` if it is ``True`` or ``False`` (not ``1``, not ``"false"``)."""
     if isinstance(value, bool):
         return value
-    raise error(f"{name} must be True or False, got {_shown(value)}")
+    raise error(f"{name} must be True or False, got {shown(value)}")
 
 
 def one_of(name, value, choices, error=ValueError):
@@ -80,7 +80,7 @@ def one_of(name, value, choices, error=ValueError):
         return value
     hint = did_you_mean(value, choices) if isinstance(value, str) else ""
     allowed = ", ".join(map(str, choices))
-    raise error(f"{name} must be one of {allowed}, got {_shown(value)}{hint}")
+    raise error(f"{name} must be one of {allowed}, got {shown(value)}{hint}")
 
 
 def closest(word, known):
@@ -96,7 +96,7 @@ def did_you_mean(word, known):
     return f"; did you mean '{close}'?" if close else ""
 
 
-def _shown(value, limit=60):
+def shown(value, limit=60):
     """``repr(value)``, cut short: a value may come from a file."""
     try:
         text = repr(value)

@@ -1,4 +1,6 @@
-"""ElmoConfig: the architecture described by an official ``options.json``.
+"""ElmoConfig: the architecture described by an official ``options.json``, each value checked
+once (``validate``), its size bounded (``check_size``); ``elmo_tf.options_file`` reads a file
+into one.
 
 An options file is untrusted input: it decides how much memory the model takes, so its sizes
 are bounded before anything is built. ``SIZE_LIMITS`` holds the defaults:
@@ -19,10 +21,9 @@ environment.
 import dataclasses
 import json
 import math
-import os
 import reprlib
 
-from elmo_tf import characters, checks, files, untrusted_files
+from elmo_tf import characters, checks, environment, files, options_file
 from elmo_tf.errors import OptionsError
 
 ACTIVATIONS = ("relu", "tanh")
@@ -33,8 +34,6 @@ SIZE_LIMIT_ENV = {
     "dimension": "ELMO_TF_MAX_DIMENSION",
     "layers": "ELMO_TF_MAX_LAYERS",
 }
-# An official options.json is a few hundred bytes; reading stops well before memory is at risk.
-MAX_OPTIONS_BYTES = 1 << 20
 
 _short = reprlib.Repr()
 _short.maxstring = _short.maxother = 40
@@ -42,7 +41,7 @@ _short.maxlist = _short.maxdict = 8
 _short.maxlevel = 3
 
 
-def _show(value, limit=120):
+def show(value, limit=120):
     """``repr(value)`` cut short: a crafted file must not make an error message huge."""
     try:
         text = _short.repr(value)
@@ -55,13 +54,8 @@ def current_size_limits(overrides=None):
     """The limits in force: ``SIZE_LIMITS``, then the environment, then ``overrides``."""
     limits = dict(SIZE_LIMITS)
     for name, variable in SIZE_LIMIT_ENV.items():
-        text = os.environ.get(variable)
-        if text is None:
-            continue
-        try:
-            limits[name] = int(text)
-        except ValueError:
-            raise OptionsError(f"{variable}: must be an integer, got {_show(text)}") from None
+        if (value := environment.value(variable)) is not None:
+            limits[name] = value
     for name, value in (overrides or {}).items():
         if name not in SIZE_LIMITS:
             raise OptionsError(f"size_limits: unknown limit {name!r}, expected {list(SIZE_LIMITS)}")
@@ -71,7 +65,7 @@ def current_size_limits(overrides=None):
     return limits
 
 
-class _InvalidValue(OptionsError):
+class InvalidValue(OptionsError):
     """A value that failed validation; ``from_options`` names the file it came from."""
 
     def __init__(self, key, message):
@@ -120,12 +114,15 @@ class ElmoConfig:
         try:
             filters = tuple(tuple(_whole(v) for v in f) for f in self.filters)
         except (TypeError, ValueError):
-            raise _InvalidValue(
+            raise InvalidValue(
                 "char_cnn.filters",
-                f"must be a list of [width, num_filters] integer pairs, got {_show(self.filters)}",
+                f"must be a list of [width, num_filters] integer pairs, got {show(self.filters)}",
             ) from None
         object.__setattr__(self, "filters", filters)
         self.validate()
+        for name in ("cell_clip", "proj_clip"):  # 3 and 3.0 are one config
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, float(getattr(self, name)))
 
     @property
     def n_filters(self):
@@ -164,7 +161,7 @@ class ElmoConfig:
 
     def validate(self):
         def fail(key, message):
-            raise _InvalidValue(key, message)
+            raise InvalidValue(key, message)
 
         # First: the filters' widths are checked against it.
         if (
@@ -174,13 +171,13 @@ class ElmoConfig:
             fail(
                 "char_cnn.max_characters_per_token",
                 f"must be {characters.MAX_CHARS_PER_TOKEN} (the character mapping is fixed), "
-                f"got {_show(self.max_characters_per_token)}",
+                f"got {show(self.max_characters_per_token)}",
             )
         if not self.filters:
             fail("char_cnn.filters", "must list at least one [width, num_filters] pair")
         for entry in self.filters:
             if len(entry) != 2:
-                fail("char_cnn.filters", f"has an entry {_show(list(entry))}, not [width, num]")
+                fail("char_cnn.filters", f"has an entry {show(list(entry))}, not [width, num]")
             width, num = entry
             if not 1 <= width <= self.max_characters_per_token or num < 1:
                 fail("char_cnn.filters", f"has an invalid entry [{width}, {num}]")
@@ -189,31 +186,47 @@ class ElmoConfig:
             ("lstm.projection_dim", self.projection_dim),
             ("lstm.dim", self.lstm_dim),
             ("lstm.n_layers", self.n_lstm_layers),
+            ("char_cnn.n_highway", self.n_highway),
+            ("char_cnn.n_characters", self.n_characters),
         ]:
-            if not checks.is_integer(value) or value < 1:
-                fail(key, f"must be a positive integer, got {_show(value)}")
-        if not checks.is_integer(self.n_highway) or self.n_highway < 0:
+            if not checks.is_integer(value):
+                fail(key, f"must be an integer, got {show(value)}")
+        for key, value in [
+            ("char_cnn.embedding.dim", self.char_embedding_dim),
+            ("lstm.projection_dim", self.projection_dim),
+            ("lstm.dim", self.lstm_dim),
+            ("lstm.n_layers", self.n_lstm_layers),
+        ]:
+            if value < 1:
+                fail(key, f"must be a positive integer, got {show(value)}")
+        if self.n_highway < 0:
             fail(
-                "char_cnn.n_highway", f"must be a non-negative integer, got {_show(self.n_highway)}"
+                "char_cnn.n_highway", f"must be a non-negative integer, got {show(self.n_highway)}"
             )
         if not isinstance(self.activation, str) or self.activation not in ACTIVATIONS:
             fail(
-                "char_cnn.activation", f"must be one of {ACTIVATIONS}, got {_show(self.activation)}"
+                "char_cnn.activation", f"must be one of {ACTIVATIONS}, got {show(self.activation)}"
             )
         if not isinstance(self.use_skip_connections, bool):
             fail(
                 "lstm.use_skip_connections",
-                f"must be true or false, got {_show(self.use_skip_connections)}",
+                f"must be true or false, got {show(self.use_skip_connections)}",
             )
         if not checks.is_integer(self.n_characters) or self.n_characters not in (261, 262):
-            fail("char_cnn.n_characters", f"must be 261 or 262, got {_show(self.n_characters)}")
+            fail("char_cnn.n_characters", f"must be 261 or 262, got {show(self.n_characters)}")
         for key, value in [("lstm.cell_clip", self.cell_clip), ("lstm.proj_clip", self.proj_clip)]:
             if value is None:
                 continue
+            if not checks.is_number(value):
+                fail(key, f"must be a number, got {show(value)}")
+            try:
+                finite = math.isfinite(value)
+            except OverflowError:  # an integer beyond float range: JSON allows any length
+                fail(key, f"must be a finite positive number, got {show(value)}")
             # NaN passes every comparison and inf (also what JSON's 1e400 parses to) clips
             # nothing: both would hide a broken file, so only finite positive numbers pass.
-            if not checks.is_number(value) or not math.isfinite(value) or value <= 0:
-                fail(key, f"must be a finite positive number or absent, got {_show(value)}")
+            if not finite or value <= 0:
+                fail(key, f"must be a finite positive number or absent, got {show(value)}")
 
     def check_size(self, size_limits=None):
         """Refuses a config larger than the limits (see the module docstring).
@@ -226,7 +239,7 @@ class ElmoConfig:
 
         def over(key, value, limit):
             what = f"has {value} parameters" if key is None else f"is {value}"
-            raise _InvalidValue(
+            raise InvalidValue(
                 key,
                 f"{what}, above the {limit} limit of {limits[limit]} (raise it with "
                 f"size_limits={{'{limit}': ...}} or {SIZE_LIMIT_ENV[limit]})",
@@ -254,100 +267,16 @@ class ElmoConfig:
 
     @classmethod
     def from_options(cls, options, source="options", size_limits=None):
-        """Builds a config from a parsed options.json dict (``source`` names it in errors).
-
-        Every value is type-checked and the model's size is bounded (``size_limits``, see the
-        module docstring) before anything is built from it.
-        """
-        if not isinstance(options, dict):
-            raise OptionsError(f"{source}: expected a JSON object, got {type(options).__name__}")
-
-        def get(path, default=KeyError):
-            node = options
-            parts = path.split(".")
-            for i, part in enumerate(parts):
-                if not isinstance(node, dict):
-                    parent = ".".join(parts[:i])
-                    raise OptionsError(
-                        f"{source}: '{parent}' must be a JSON object, got {_show(node)}"
-                    )
-                if part not in node:
-                    if default is KeyError:
-                        raise OptionsError(f"{source}: missing key '{path}'")
-                    return default
-                node = node[part]
-            return node
-
-        def integer(path, default=KeyError):
-            value = get(path, default)
-            if not checks.is_integer(value):
-                raise OptionsError(f"{source}: '{path}' must be an integer, got {_show(value)}")
-            return value
-
-        def number(path):
-            value = get(path, None)
-            if value is not None and not checks.is_number(value):
-                raise OptionsError(f"{source}: '{path}' must be a number, got {_show(value)}")
-            try:
-                return None if value is None else float(value)
-            except OverflowError:  # an integer beyond float range: JSON allows any length
-                raise OptionsError(
-                    f"{source}: '{path}' must be a finite positive number, got {_show(value)}"
-                ) from None
-
-        def boolean(path, default):
-            value = get(path, default)
-            if not isinstance(value, bool):
-                raise OptionsError(f"{source}: '{path}' must be true or false, got {_show(value)}")
-            return value
-
-        _check_key_spelling(options, source)
-        filters = get("char_cnn.filters")
-        if not isinstance(filters, list) or not all(
-            isinstance(f, list) and len(f) == 2 and all(map(checks.is_integer, f)) for f in filters
-        ):
-            raise OptionsError(
-                f"{source}: 'char_cnn.filters' must be a list of [width, num_filters] integer "
-                f"pairs, got {_show(filters)}"
-            )
-        try:
-            config = cls(
-                filters=filters,
-                char_embedding_dim=integer("char_cnn.embedding.dim"),
-                n_highway=integer("char_cnn.n_highway"),
-                activation=get("char_cnn.activation"),
-                projection_dim=integer("lstm.projection_dim"),
-                lstm_dim=integer("lstm.dim"),
-                n_lstm_layers=integer("lstm.n_layers", 2),
-                cell_clip=number("lstm.cell_clip"),
-                proj_clip=number("lstm.proj_clip"),
-                use_skip_connections=boolean("lstm.use_skip_connections", True),
-                max_characters_per_token=integer(
-                    "char_cnn.max_characters_per_token", characters.MAX_CHARS_PER_TOKEN
-                ),
-                n_characters=integer("char_cnn.n_characters", characters.NUM_CHAR_IDS),
-            )
-            config.check_size(size_limits)
-        except _InvalidValue as e:
-            raise e.from_source(source) from None
-        return config
+        """Builds a config from a parsed options.json dict (``source`` names it in errors),
+        every value checked and the model's size bounded (``size_limits``); see
+        ``elmo_tf.options_file``."""
+        return options_file.config_from_options(cls, options, source, size_limits)
 
     @classmethod
     def from_file(cls, path, size_limits=None):
-        """Reads an official options.json; errors name the file and the offending key.
-
-        ``size_limits`` raises the bounds on the model's size (see the module docstring).
-        """
-        path = os.fspath(path)
-        data = untrusted_files.read_bounded(
-            path,
-            "options file",
-            MAX_OPTIONS_BYTES,
-            OptionsError,
-            hint=" (an options.json is a few hundred bytes)",
-        )
-        options = untrusted_files.parse_json(data, path, "options file", OptionsError)
-        return cls.from_options(options, source=path, size_limits=size_limits)
+        """Reads an official options.json; errors name the file and the offending key (see
+        ``elmo_tf.options_file``)."""
+        return options_file.read_config(cls, path, size_limits)
 
     def to_options(self):
         """Returns the options.json dict of this config (bilm-tf's schema)."""
@@ -390,39 +319,3 @@ def _whole(value):
 
 def _plain_number(value):
     return int(value) if float(value).is_integer() else value
-
-
-# The keys the options format defines in its model sections. Other keys stay accepted (official
-# files carry bilm-tf's training settings beside them), except one a typo away from a defined
-# key: "cel_clip" silently meant "no cell clipping" and outputs 1e-3 off.
-KNOWN_KEYS = {
-    "lstm": ("cell_clip", "dim", "n_layers", "proj_clip", "projection_dim", "use_skip_connections"),
-    "char_cnn": (
-        "activation",
-        "embedding",
-        "filters",
-        "max_characters_per_token",
-        "n_characters",
-        "n_highway",
-    ),
-    "char_cnn.embedding": ("dim",),
-}
-
-
-def _check_key_spelling(options, source):
-    """Raises ``OptionsError`` for a key that is a typo of a key the format defines."""
-    for section, known in KNOWN_KEYS.items():
-        node = options
-        for part in section.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        if not isinstance(node, dict):
-            continue
-        for key in node:
-            if key in known or not isinstance(key, str):
-                continue
-            close = checks.closest(key, known)
-            if close:
-                raise OptionsError(
-                    f"{source}: '{section}.{key[:60]}' is not a key of the options format; "
-                    f"did you mean '{section}.{close}'? (misspelt, it would be ignored)"
-                )

@@ -14,11 +14,11 @@ run() {
   local name=$1; shift
   rm -f "$out/$name.jsonl"
   echo "== $name: $*"
-  env "$@" ELMO_TF_NUMERICS_LOG="$out/$name.jsonl" python3 -m pytest -q -p no:cacheprovider \
+  env "$@" ELMO_TESTS_NUMERICS_LOG="$out/$name.jsonl" python3 -m pytest -q -p no:cacheprovider \
     >"$out/$name.log" 2>&1 || status=1
   tail -n 1 "$out/$name.log"
 }
-run default ELMO_TF_MATRIX=1
+run default ELMO_TESTS_MATRIX=1
 run avx2 ONEDNN_MAX_CPU_ISA=AVX2
 run sse41 ONEDNN_MAX_CPU_ISA=SSE41
 run onednn_off TF_ENABLE_ONEDNN_OPTS=0

@@ -47,7 +47,7 @@ Four kinds of comparison, and only four:
    in float16 (a sum past 65504, an epsilon below 6e-8) gives inf or NaN and fails outright.
    (Under a capped ``ONEDNN_MAX_CPU_ISA`` these runs are skipped: see ``layer_checks``.)
 
-Set ``ELMO_TF_NUMERICS_LOG=path`` to append every reordered or half-precision comparison's
+Set ``ELMO_TESTS_NUMERICS_LOG=path`` to append every reordered or half-precision comparison's
 observed error (in ulps of its dtype) to ``path`` as JSON lines: that is how the worst cases above
 were measured.
 """
@@ -132,7 +132,7 @@ def assert_half_precision(actual, expected, dtype, err_msg=""):
 
 def _log(actual, expected, ulp, dtype):
     """``ulp``: one ulp of the comparison's scale in ``dtype``."""
-    path = os.environ.get("ELMO_TF_NUMERICS_LOG")
+    path = os.environ.get("ELMO_TESTS_NUMERICS_LOG")
     if not path or expected.size == 0:
         return
     error = float(np.abs(actual.astype(np.float64) - expected.astype(np.float64)).max())

@@ -10,6 +10,7 @@ from conftest import FIXTURES, TINY
 
 import elmo_tf
 from elmo_tf.config import ElmoConfig, OptionsError
+from elmo_tf.environment import EnvironmentVariableError
 
 
 def _write(tmp_path, options):
@@ -284,7 +285,9 @@ def test_size_limits_can_be_raised(tmp_path, monkeypatch):
     with pytest.raises(OptionsError, match="'lstm.n_layers' is 40, above the layers limit of 39"):
         ElmoConfig.from_file(path, size_limits={"layers": 39})  # the argument wins
     monkeypatch.setenv("ELMO_TF_MAX_LAYERS", "lots")
-    with pytest.raises(OptionsError, match="ELMO_TF_MAX_LAYERS: must be an integer, got 'lots'"):
+    with pytest.raises(
+        EnvironmentVariableError, match="ELMO_TF_MAX_LAYERS must be a positive integer, got 'lots'"
+    ):
         ElmoConfig.from_file(path)
     monkeypatch.delenv("ELMO_TF_MAX_LAYERS")
     with pytest.raises(OptionsError, match="unknown limit 'depth'"):

@@ -86,3 +86,32 @@ def test_the_console_script_runs_each_command(command, tmp_path):
     assert len(lines) == 1, done.stderr[-2000:]
     assert lines[0].startswith(f"elmo-tf {argv[0]}: error: ") and fragment in lines[0], lines
     assert not os.listdir(tmp_path)  # nothing written
+
+
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("ELMO_TF_LSTM_LAYOUT", "per-gate", "ELMO_TF_LSTM_LAYOUT must be one of per_gate, fused"),
+        ("ELMO_TF_OFFLINE", "maybe", "ELMO_TF_OFFLINE must be one of 1, true, yes, 0"),
+        ("ELMO_TF_MAX_LAYERS", "lots", "ELMO_TF_MAX_LAYERS must be a positive integer"),
+        ("ELMO_TF_OFLINE", "1", "did you mean 'ELMO_TF_OFFLINE'?"),
+    ],
+)
+def test_every_environment_variable_is_checked_at_start_up(variable, value, message, tmp_path):
+    """One line naming the variable and its values, before any work, whatever the input
+    (a misspelt layout used to be ignored on a small input, an 80-line traceback on a large)."""
+    source = tmp_path / "in.txt"
+    source.write_text("a b c\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env[variable] = value
+    done = subprocess.run(
+        [SCRIPT, "embed", str(source), str(tmp_path / "out.hdf5")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("elmo-tf embed: error: ") and message in line, line
+    assert "\x1b" not in line and not (tmp_path / "out.hdf5").exists()

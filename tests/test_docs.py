@@ -336,7 +336,7 @@ while True:
 SHIM = r"""
 import json, os, socket, sys
 with socket.socket(socket.AF_UNIX) as s:
-    s.connect(os.environ["ELMO_TF_DOCS_KERNEL"])
+    s.connect(os.environ["ELMO_TESTS_DOCS_KERNEL"])
     with s.makefile("rwb") as stream:
         request = {"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}
         stream.write(json.dumps(request).encode() + b"\n")
@@ -360,7 +360,7 @@ class _Kernel:
         shim_dir.mkdir()
         (shim_dir / "elmo-tf").write_text(f"#!{sys.executable}\n{SHIM}", encoding="utf-8")
         (shim_dir / "elmo-tf").chmod(0o755)
-        self.env = dict(env, ELMO_TF_DOCS_KERNEL=address)
+        self.env = dict(env, ELMO_TESTS_DOCS_KERNEL=address)
         self.env["PATH"] = str(shim_dir) + os.pathsep + env["PATH"]
         self.process = subprocess.Popen(
             [sys.executable, "-u", "-c", KERNEL, address],

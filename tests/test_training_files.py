@@ -9,7 +9,7 @@ import pytest
 from elmo_tf import presets, weight_file
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import CorpusError, InputFileError
-from elmo_tf.training import checkpoints
+from elmo_tf.training import softmax_file
 from elmo_tf.training.corpus import read_corpus
 from elmo_tf.training.training_options import write_json
 from elmo_tf.training.vocabulary import Vocabulary
@@ -42,7 +42,7 @@ def test_interrupted_hdf5_writes_keep_the_old_file(tmp_path, monkeypatch):
     softmax.write_bytes(b"old")
     weights.write_bytes(b"old")
     with pytest.raises(RuntimeError, match="interrupted"):
-        checkpoints.save_softmax(_Softmax(), softmax)
+        softmax_file.save_softmax(_Softmax(), softmax)
 
     def broken_table(model):
         yield from ()

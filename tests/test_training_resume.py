@@ -192,7 +192,7 @@ def test_every_checkpoint_damaged_stops_with_one_line(run, capsys):
 @pytest.mark.parametrize(
     "damage, message",
     [
-        ("empty", "training_options.json: the training options file is empty"),
+        ("empty", "training_options.json: training options file is empty"),
         ("truncated", "training_options.json: not a valid JSON training options file ("),
     ],
 )

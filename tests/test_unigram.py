@@ -8,7 +8,7 @@ import pytest
 
 from elmo_tf.cli.main import main
 from elmo_tf.config import ElmoConfig
-from elmo_tf.training import checkpoints
+from elmo_tf.training import run_directory, softmax_file
 from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
 from elmo_tf.training.corpus import read_corpus
 from elmo_tf.training.evaluation import evaluate
@@ -129,10 +129,10 @@ def test_evaluate_command_reports_the_baseline(texts, tmp_path, capsys):
     model = unigram_bilm(prediction_counts(train, vocabulary)[0], vocabulary)
     dump = tmp_path / "dump"
     dump.mkdir()
-    model.config.save(dump / checkpoints.OPTIONS_FILE)
-    save_weights(model.elmo, dump / checkpoints.WEIGHTS_FILE)
-    vocabulary.save(dump / checkpoints.VOCAB_FILE)
-    checkpoints.save_softmax(model, dump / checkpoints.SOFTMAX_FILE)
+    model.config.save(dump / run_directory.OPTIONS_FILE)
+    save_weights(model.elmo, dump / run_directory.WEIGHTS_FILE)
+    vocabulary.save(dump / run_directory.VOCAB_FILE)
+    softmax_file.save_softmax(model, dump / run_directory.SOFTMAX_FILE)
     argv = ["evaluate", str(dump), str(heldout_file), "--unigram-baseline", str(train_file)]
     assert main([*argv, "--unigram-smoothing", str(SMOOTHING)]) == 0
     result = json.loads(capsys.readouterr().out)

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 
-from elmo_tf import __version__, native_logs
+from elmo_tf import __version__, environment, native_logs
 from elmo_tf.cli import beam as beam_command
 from elmo_tf.cli import stop_signals
 from elmo_tf.errors import ElmoError, OutputFileError
@@ -133,6 +133,7 @@ def main(argv=None, as_command=False):
         # The elmo-tf process imports TensorFlow in args.run, after this.
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
+        environment.check()  # every ELMO_TF_* variable, before any work
         with native_logs.filtered_stderr() if quiet else contextlib.nullcontext():
             return args.run(args)
     except BaseException as e:

@@ -24,10 +24,11 @@ sentences does not earn back. So:
 """
 
 import contextlib
-import os
 import statistics
 import threading
 import time
+
+from elmo_tf import environment
 
 LAYOUTS = ("per_gate", "fused")
 LAYOUT_VARIABLE = "ELMO_TF_LSTM_LAYOUT"
@@ -69,13 +70,12 @@ def layout_for(cell):
     pinned = getattr(_pinned, "layout", None)
     if pinned is not None:
         return pinned
-    wanted = os.environ.get(LAYOUT_VARIABLE, "auto").strip().lower() or "auto"
+    try:
+        wanted = environment.value(LAYOUT_VARIABLE)
+    except ValueError as e:  # set after import elmo_tf checked it; raised while tracing, where
+        raise ValueError(str(e)) from None  # TensorFlow passes built-in error types through
     if wanted in LAYOUTS:
         return wanted
-    if wanted != "auto":
-        raise ValueError(
-            f"{LAYOUT_VARIABLE} must be one of {', '.join(LAYOUTS)} or auto, got {wanted!r}"
-        )
     key = (cell.input_dim, cell.units, cell.projection_units, cell.compute_dtype)
     with _lock:
         if key not in _chosen:

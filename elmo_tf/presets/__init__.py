@@ -16,8 +16,9 @@ given none.
 import os
 
 from elmo_tf import weight_file
-from elmo_tf.config import MAX_OPTIONS_BYTES, ElmoConfig
+from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import OptionsError, PresetError, WeightFileError
+from elmo_tf.options_file import MAX_OPTIONS_BYTES
 from elmo_tf.presets import bundled, cache, published
 
 # name -> the architecture of every published model and alias

@@ -44,7 +44,7 @@ import threading
 import time
 import urllib.parse
 
-from elmo_tf import files
+from elmo_tf import environment, files
 from elmo_tf.errors import ElmoError
 
 CACHE_VARIABLE = "ELMO_TF_CACHE_DIR"
@@ -91,7 +91,7 @@ def files_dir():
 
 def offline():
     """Whether ``ELMO_TF_OFFLINE`` forbids the network."""
-    return os.environ.get(OFFLINE_VARIABLE, "").strip().lower() not in ("", "0", "false", "no")
+    return environment.value(OFFLINE_VARIABLE)
 
 
 def is_url(path):

@@ -22,8 +22,8 @@ holds (``ElmoConfig.parameter_count`` x 4 bytes), which is what the files hold.
 """
 
 import dataclasses
-import os
 
+from elmo_tf import environment
 from elmo_tf.config import ElmoConfig
 
 BASE_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
@@ -128,7 +128,7 @@ ALIASES = {"full": "original"}
 
 def model_base_url():
     """Where the published models live: ``ELMO_TF_MODEL_BASE_URL`` if set, else AllenNLP's."""
-    return os.environ.get(BASE_URL_VARIABLE) or BASE_URL
+    return environment.value(BASE_URL_VARIABLE) or BASE_URL
 
 
 def lookup(name):

@@ -1,21 +1,6 @@
-"""The files of a training directory, and reading a trained biLM back from them.
-
-A checkpoint directory holds:
-
-==========================  ===========================================================
-``options.json``            the architecture (bilm-tf's options schema)
-``vocab.txt``               the softmax vocabulary (bilm-tf's format)
-``training_options.json``   ``TrainingOptions``, vocabulary size, corpus summary, origin
-``checkpoint``, ``ckpt-N``  ``tf.train.Checkpoint`` files: ``model`` (the
-                            ``BidirectionalLanguageModel``), ``optimizer``, ``step``, and
-                            the carried LSTM state of every batch row (``lstm_cell``,
-                            ``lstm_hidden``). The data position and every random draw are
-                            functions of ``step`` and the seed, so these make resumption
-                            exact.
-``damaged/ckpt-N/``         the files of a checkpoint that did not restore when the run
-                            was resumed from an older one, moved here unchanged
-``logs/``                   TensorBoard summaries (default ``--logdir``)
-==========================  ===========================================================
+"""A training run's checkpoints: the variables' names in them, restoring the newest one that
+restores (and setting aside the damaged ones), and a trained biLM read back from them. The run
+directory's files: ``elmo_tf.training.run_directory``.
 
 Which checkpoint is the newest is read from the ``ckpt-N`` files present, not from the
 ``checkpoint`` state file: that file can be garbled, or name a checkpoint whose files are
@@ -23,31 +8,27 @@ damaged or gone (``newest_restorable``).
 """
 
 import dataclasses
-import json
 import os
 import re
 
-import h5py
-import numpy as np
-
 from elmo_tf import files
-from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import CheckpointError, TrainingPlanError
+from elmo_tf.errors import CheckpointError
+from elmo_tf.training.run_directory import (
+    DAMAGED_DIR,
+    OPTIONS_FILE,
+    SOFTMAX_FILE,
+    STATE_FILE,
+    TRAINING_OPTIONS_FILE,
+    VOCAB_FILE,
+    WEIGHTS_FILE,
+    checkpoint_files,
+    find_checkpoint,
+    holds_checkpoints,
+    read_run,
+)
+from elmo_tf.training.softmax_file import save_softmax
 from elmo_tf.training.training_options import TrainingOptions
-from elmo_tf.training.vocabulary import Vocabulary
-from elmo_tf.weight_file import open_untrusted, save_weights
-
-OPTIONS_FILE = "options.json"
-VOCAB_FILE = "vocab.txt"
-TRAINING_OPTIONS_FILE = "training_options.json"
-SOFTMAX_FILE = "softmax.hdf5"
-WEIGHTS_FILE = "weights.hdf5"
-STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's record of its checkpoints
-DAMAGED_DIR = "damaged"
-# A run on many shards lists every file; a few MiB at most.
-MAX_TRAINING_OPTIONS_BYTES = 64 << 20
-# The files tf.train.CheckpointManager writes for checkpoint N.
-_CHECKPOINT_FILE = re.compile(r"ckpt-(\d+)\.(?:index|data-\d+-of-\d+)")
+from elmo_tf.weight_file import save_weights
 
 
 def variable_map(variables):
@@ -92,25 +73,6 @@ def fresh_copy(structure):
             for name, value in structure.items()
         }
     return tf.train.Checkpoint(**parts)
-
-
-def checkpoint_files(directory):
-    """``{N: [file names]}`` of the ``ckpt-N`` files (index, data shards) in ``directory``."""
-    try:
-        names = sorted(os.listdir(directory))
-    except (FileNotFoundError, NotADirectoryError):
-        return {}
-    found = {}
-    for name in names:
-        match = _CHECKPOINT_FILE.fullmatch(name)
-        if match:
-            found.setdefault(int(match.group(1)), []).append(name)
-    return found
-
-
-def holds_checkpoints(directory):
-    """Whether ``directory`` has checkpoint files or a checkpoint state file."""
-    return bool(checkpoint_files(directory)) or os.path.exists(os.path.join(directory, STATE_FILE))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,108 +235,6 @@ def write_state_file(directory):
     files.write_text(os.path.join(directory, STATE_FILE), "\n".join(lines) + "\n")
 
 
-def find_checkpoint(path):
-    """``(directory, checkpoint prefix)`` for a checkpoint directory (its ``ckpt-N`` with the
-    largest ``N`` that has an index file) or a ``ckpt-N`` prefix."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        found = checkpoint_files(path)
-        numbers = [n for n, entries in found.items() if f"ckpt-{n}.index" in entries]
-        if not numbers:
-            raise CheckpointError(f"{path}: no checkpoint in this directory")
-        return path, os.path.join(path, f"ckpt-{max(numbers)}")
-    if os.path.exists(path + ".index"):
-        return os.path.dirname(os.path.abspath(path)), path
-    raise CheckpointError(f"{path}: neither a checkpoint directory nor a checkpoint prefix")
-
-
-def read_training_options(directory):
-    """The parsed ``training_options.json`` of a checkpoint directory, its structure checked
-    (``training`` holds valid ``TrainingOptions``; ``corpus`` the files, sentences and tokens
-    trained on); a damaged file raises ``CheckpointError`` naming it."""
-    path = os.path.join(directory, TRAINING_OPTIONS_FILE)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_TRAINING_OPTIONS_BYTES + 1)
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: missing; not a training directory") from None
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read training options ({e.strerror})") from None
-    if len(data) > MAX_TRAINING_OPTIONS_BYTES:
-        raise CheckpointError(
-            f"{path}: larger than {MAX_TRAINING_OPTIONS_BYTES} bytes, not training options"
-        )
-    if not data.strip():
-        raise CheckpointError(f"{path}: the training options file is empty")
-    try:
-        saved = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise CheckpointError(
-            f"{path}: not a valid JSON training options file (not UTF-8 text: byte {e.start})"
-        ) from None
-    except RecursionError:
-        raise CheckpointError(
-            f"{path}: not a valid JSON training options file (nested too deeply)"
-        ) from None
-    except ValueError as e:  # truncated or not JSON
-        raise CheckpointError(f"{path}: not a valid JSON training options file ({e})") from None
-    _check_training_options(path, saved)
-    return saved
-
-
-def _check_training_options(path, saved):
-    def fail(expected):
-        raise CheckpointError(f"{path}: {expected}")
-
-    if not isinstance(saved, dict):
-        fail(f"expected a JSON object, got {type(saved).__name__}")
-    if not isinstance(saved.get("training"), dict):
-        fail("'training' must be a JSON object of training options")
-    try:
-        TrainingOptions.from_dict(saved["training"], source="'training'")
-    except TrainingPlanError as e:
-        message = str(e)
-        fail(message if message.startswith("'training'") else f"'training': {message}")
-    corpus = saved.get("corpus")
-    if not isinstance(corpus, dict):
-        fail("'corpus' must be a JSON object (files, sentences, tokens)")
-    names = corpus.get("files")
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        fail("'corpus.files' must be a list of file names")
-    for key in ("sentences", "tokens"):
-        value = corpus.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            fail(f"'corpus.{key}' must be a non-negative integer, got {value!r}")
-    size = saved.get("vocab_size")
-    if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
-        fail(f"'vocab_size' must be an integer, got {size!r}")
-    init_from = saved.get("init_from")
-    if init_from is not None and (
-        not isinstance(init_from, list)
-        or len(init_from) != 2
-        or not all(isinstance(p, str) for p in init_from)
-    ):
-        fail("'init_from' must be null or [options file, weight file]")
-
-
-def read_run(directory):
-    """``(training options, ElmoConfig, Vocabulary)`` of a training directory: its
-    ``training_options.json`` (``read_training_options``), ``options.json`` and
-    ``vocab.txt``, each error naming its file; a vocabulary of another size than the run's
-    raises ``CheckpointError`` (its checkpoints would not fit it)."""
-    saved = read_training_options(directory)
-    config = ElmoConfig.from_file(os.path.join(directory, OPTIONS_FILE))
-    vocab_path = os.path.join(directory, VOCAB_FILE)
-    vocabulary = Vocabulary.from_file(vocab_path)
-    expected = saved.get("vocab_size")
-    if expected is not None and len(vocabulary) != expected:
-        raise CheckpointError(
-            f"{vocab_path}: holds {len(vocabulary)} tokens, but the run was trained with "
-            f"{expected} ('vocab_size' of {TRAINING_OPTIONS_FILE}); not the run's vocabulary"
-        )
-    return saved, config, vocabulary
-
-
 def restore_language_model(path):
     """Rebuilds the biLM of a checkpoint (directory: its newest) and restores its weights.
 
@@ -408,58 +268,6 @@ def restore_language_model(path):
             f"{prefix}: cannot restore ({_restore_failure(e, entries)})"
         ) from None
     return model, vocabulary, int(step.numpy())
-
-
-def save_softmax(model, path, dtype="float32"):
-    """Writes the softmax ``softmax/W`` ``(V, P)`` and ``softmax/b`` ``(V,)`` to HDF5,
-    replacing ``path`` atomically. ``dtype`` ``"float16"`` halves the file (the weights are
-    rounded to float16; :func:`load_softmax` reads them back as float32). The file's
-    ``reset_state_per_sentence`` attribute records how the biLM reads text, so that
-    ``elmo-tf evaluate`` reads it the same way."""
-    if dtype not in ("float32", "float16"):
-        raise ValueError(f"dtype must be 'float32' or 'float16', got {dtype!r}")
-    with files.atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
-        f.create_dataset("softmax/W", data=np.asarray(model.softmax_weights.numpy(), dtype))
-        f.create_dataset("softmax/b", data=np.asarray(model.softmax_bias.numpy(), np.float32))
-        f.attrs["reset_state_per_sentence"] = bool(model.reset_state_per_sentence)
-
-
-def softmax_reads_per_sentence(path):
-    """The ``reset_state_per_sentence`` recorded in a softmax file (``False`` if absent)."""
-    with open_untrusted(path) as f:
-        return bool(f.attrs.get("reset_state_per_sentence", False))
-
-
-def load_softmax(model, path):
-    """Loads a file written by :func:`save_softmax`; raises ``CheckpointError`` on a misfit."""
-    expected = {
-        "softmax/W": tuple(model.softmax_weights.shape),
-        "softmax/b": tuple(model.softmax_bias.shape),
-    }
-
-    try:
-        with open_untrusted(path) as f:
-            values = {}
-            for name, shape in expected.items():
-                if name not in f:
-                    raise CheckpointError(f"{path}: missing dataset '{name}'")
-                if tuple(f[name].shape) != shape:
-                    raise CheckpointError(
-                        f"{path}: dataset '{name}' has shape {tuple(f[name].shape)}, expected "
-                        f"{shape} for this vocabulary"
-                    )
-                if f[name].dtype not in (np.float16, np.float32):
-                    raise CheckpointError(
-                        f"{path}: dataset '{name}' has dtype {f[name].dtype}, expected float32 "
-                        "or float16"
-                    )
-                values[name] = f[name][...].astype(np.float32)
-                if not np.isfinite(values[name]).all():
-                    raise CheckpointError(f"{path}: dataset '{name}' holds NaN or infinity")
-    except OSError as e:
-        raise CheckpointError(f"{path}: not a readable HDF5 file ({e})") from None
-    model.softmax_weights.assign(values["softmax/W"])
-    model.softmax_bias.assign(values["softmax/b"])
 
 
 def dump_weights(checkpoint, outdir, softmax_dtype="float32"):

@@ -11,7 +11,7 @@ backend.require_tensorflow("biLM training")  # one line, before TensorFlow
 import tensorflow as tf
 
 from elmo_tf.config import ElmoConfig
-from elmo_tf.training import checkpoints, data
+from elmo_tf.training import checkpoints, data, run_directory, softmax_file
 from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
 from elmo_tf.training.perplexity import perplexities
 from elmo_tf.training.vocabulary import Vocabulary
@@ -68,31 +68,31 @@ def load_for_evaluation(path):
     ``vocab.txt``, ``softmax.hdf5``). Returns ``(model, vocabulary)``.
     """
     path = os.fspath(path)
-    weights = os.path.join(path, checkpoints.WEIGHTS_FILE)
+    weights = os.path.join(path, run_directory.WEIGHTS_FILE)
     if os.path.isdir(path) and os.path.exists(weights):
-        if checkpoints.holds_checkpoints(path):
+        if run_directory.holds_checkpoints(path):
             raise checkpoints.CheckpointError(
                 f"{path}: holds both training checkpoints and a dump-weights output "
-                f"({checkpoints.WEIGHTS_FILE}); name the one to evaluate: {path}/ckpt-N, or "
+                f"({run_directory.WEIGHTS_FILE}); name the one to evaluate: {path}/ckpt-N, or "
                 "the dump moved to a directory of its own"
             )
-        softmax = os.path.join(path, checkpoints.SOFTMAX_FILE)
+        softmax = os.path.join(path, run_directory.SOFTMAX_FILE)
         if not os.path.exists(softmax):
             raise checkpoints.CheckpointError(
-                f"{path}: no {checkpoints.SOFTMAX_FILE}; perplexity needs the softmax weights "
+                f"{path}: no {run_directory.SOFTMAX_FILE}; perplexity needs the softmax weights "
                 "(the official weight files do not hold them)"
             )
-        vocabulary = Vocabulary.from_file(os.path.join(path, checkpoints.VOCAB_FILE))
-        config = ElmoConfig.from_file(os.path.join(path, checkpoints.OPTIONS_FILE))
+        vocabulary = Vocabulary.from_file(os.path.join(path, run_directory.VOCAB_FILE))
+        config = ElmoConfig.from_file(os.path.join(path, run_directory.OPTIONS_FILE))
         model = BidirectionalLanguageModel(
             config,
             len(vocabulary),
             dropout=0.0,
             num_sampled=1,
-            reset_state_per_sentence=checkpoints.softmax_reads_per_sentence(softmax),
+            reset_state_per_sentence=softmax_file.softmax_reads_per_sentence(softmax),
         )
         load_weights(model.elmo, weights)
-        checkpoints.load_softmax(model, softmax)
+        softmax_file.load_softmax(model, softmax)
         return model, vocabulary
     model, vocabulary, _ = checkpoints.restore_language_model(path)
     return model, vocabulary

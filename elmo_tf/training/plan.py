@@ -20,7 +20,7 @@ import dataclasses
 from elmo_tf import presets
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import OptionsError, PresetError, TrainingPlanError
-from elmo_tf.training import checkpoints
+from elmo_tf.training import run_directory
 from elmo_tf.training.corpus import read_corpus
 from elmo_tf.training.training_options import TrainingOptions
 from elmo_tf.training.vocabulary import Vocabulary
@@ -118,7 +118,7 @@ def plan_training(
         )
     files = list(files or [])
     # The checkpoint files, not only the state file: either may be there without the other.
-    has_checkpoint = checkpoints.holds_checkpoints(checkpoint_dir)
+    has_checkpoint = run_directory.holds_checkpoints(checkpoint_dir)
     if resume:
         model_settings = {
             "options": options,
@@ -151,12 +151,12 @@ def plan_training(
 def _resume_plan(directory, files, given, fixed, has_checkpoint):
     if not has_checkpoint:
         raise TrainingPlanError(f"{directory}: no checkpoint to resume from")
-    if not checkpoints.checkpoint_files(directory):
+    if not run_directory.checkpoint_files(directory):
         raise TrainingPlanError(
-            f"{directory}: no checkpoint to resume from (there is a '{checkpoints.STATE_FILE}' "
+            f"{directory}: no checkpoint to resume from (there is a '{run_directory.STATE_FILE}' "
             "state file, but no ckpt-N.index or ckpt-N.data files)"
         )
-    saved, config, vocabulary = checkpoints.read_run(directory)
+    saved, config, vocabulary = run_directory.read_run(directory)
     options = TrainingOptions.from_dict(saved["training"])
     for name, value in given.items():
         if name not in RESUMABLE and value != getattr(options, name):

@@ -18,7 +18,7 @@ from tensorflow.core.framework import summary_pb2
 from elmo_tf import files
 from elmo_tf.errors import CheckpointError, TrainingPlanError
 from elmo_tf.models.elmo import LSTMState
-from elmo_tf.training import checkpoints, data, distribution
+from elmo_tf.training import checkpoints, data, distribution, run_directory, softmax_file
 from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
 from elmo_tf.training.training_options import write_json
 from elmo_tf.weight_file import load_weights
@@ -388,7 +388,7 @@ def new_model(config, vocab_size, options, init_from=None):
             softmax = os.path.join(os.path.dirname(os.path.abspath(init_from[1])), "softmax.hdf5")
             if os.path.exists(softmax):
                 try:
-                    checkpoints.load_softmax(model, softmax)
+                    softmax_file.load_softmax(model, softmax)
                 except checkpoints.CheckpointError:
                     pass  # another vocabulary: start the softmax afresh
         return model
@@ -399,8 +399,8 @@ def new_model(config, vocab_size, options, init_from=None):
 def write_training_files(directory, config, vocabulary, options, corpus, init_from=None):
     """Writes ``options.json``, ``vocab.txt`` and ``training_options.json`` to ``directory``."""
     os.makedirs(directory, exist_ok=True)
-    config.save(os.path.join(directory, checkpoints.OPTIONS_FILE))
-    vocabulary.save(os.path.join(directory, checkpoints.VOCAB_FILE))
+    config.save(os.path.join(directory, run_directory.OPTIONS_FILE))
+    vocabulary.save(os.path.join(directory, run_directory.VOCAB_FILE))
     record = {
         "training": options.to_dict(),
         "vocab_size": len(vocabulary),
@@ -412,7 +412,7 @@ def write_training_files(directory, config, vocabulary, options, corpus, init_fr
         },
         "init_from": None if init_from is None else [os.path.abspath(p) for p in init_from],
     }
-    write_json(os.path.join(directory, checkpoints.TRAINING_OPTIONS_FILE), record)
+    write_json(os.path.join(directory, run_directory.TRAINING_OPTIONS_FILE), record)
     return record
 
 
