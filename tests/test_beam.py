@@ -365,16 +365,22 @@ def test_gzip_input_is_decompressed(tmp_path):
         (["--saved-model", "/nonexistent"], "no saved_model.pb"),
         (["--max-tokens-per-line", "0"], "--max-tokens-per-line must be at least 1"),
         (["--max-batch-tokens=-1"], "--max-batch-tokens must be 0 or more"),
+        (["--output", "{tmp}/a_file/elmo"], "a_file is a file, not a directory"),
+        (["--output", "{tmp}/a_file/deeper/elmo"], "a_file is a file, not a directory"),
     ],
 )
 def test_user_errors_exit_1_before_the_job(argv, message, corpus, tmp_path, capsys):
+    (tmp_path / "a_file").write_text("not a directory", encoding="utf-8")
+    argv = [a.format(tmp=tmp_path) for a in argv]
     if "--input" not in argv:
         argv = ["--input", str(corpus / "*.txt"), *argv]
-    status = elmo_tf_main(["beam", *argv, "--output", str(tmp_path / "out"), *RUNNER])
+    if "--output" not in argv:
+        argv += ["--output", str(tmp_path / "out")]
+    status = elmo_tf_main(["beam", *argv, *RUNNER])
     assert status == 1
-    err = capsys.readouterr().err.strip().splitlines()[-1]
+    (err,) = capsys.readouterr().err.strip().splitlines()  # one line, before the job
     assert err.startswith("elmo-tf beam: error: ") and message in err
-    assert os.listdir(tmp_path) == []
+    assert os.listdir(tmp_path) == ["a_file"]
 
 
 def test_elmo_tf_beam_subcommand(tmp_path, capsys):

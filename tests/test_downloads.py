@@ -411,3 +411,45 @@ def test_a_downloaded_weight_file_that_does_not_load_is_not_kept(mirror):
     with pytest.raises(WeightFileError, match="removed from the cache"):
         elmo_tf.ELMo.from_preset("small")
     assert [p for p in _cached_files() if p.endswith(".hdf5")] == []
+
+
+def test_embed_never_writes_over_the_files_it_reads_from_the_cache(mirror, tmp_path, capsys):
+    elmo_tf.ELMo.from_preset("small")  # cached
+    text = tmp_path / "in.txt"
+    text.write_text("The bank closed .\n", encoding="utf-8")
+    for cached in _cached_files():
+        if cached.endswith(".json") and not cached.endswith("options.json"):
+            continue  # the records
+        before = os.path.getsize(cached)
+        assert main(["embed", str(text), cached, "--model", "small"]) == 1
+        assert "is an input file; choose another output name" in capsys.readouterr().err
+        assert os.path.getsize(cached) == before
+    elmo_tf.ELMo.from_preset("small")  # still checks out
+
+
+def test_a_model_name_that_is_also_a_directory_means_the_model(
+    mirror, tmp_path, monkeypatch, capsys, tiny_files
+):
+    """One rule: a published or bundled name means that model, also where a directory of the
+    same name is here; the command says so, and ./NAME is the directory."""
+    import shutil
+    import warnings
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "small").mkdir()
+    shutil.copy(tiny_files[0], tmp_path / "small" / "options.json")
+    shutil.copy(tiny_files[1], tmp_path / "small" / "weights.hdf5")
+    text = tmp_path / "in.txt"
+    text.write_text("The bank closed .\n", encoding="utf-8")
+    assert main(["embed", str(text), "a.hdf5", "--model", "small"]) == 0
+    err = capsys.readouterr().err
+    assert "--model small is the small model; the directory of the same name here is" in err
+    assert "--model ./small" in err and mirror.requests[WEIGHTS_PATH] == 1  # the published
+    assert main(["embed", str(text), "b.hdf5", "--model", "./small"]) == 0
+    assert "the directory of the same name" not in capsys.readouterr().err
+    assert mirror.requests[WEIGHTS_PATH] == 1  # the directory: nothing downloaded
+    with pytest.warns(elmo_tf.presets.PresetNameWarning, match="'./small'"):
+        assert elmo_tf.ELMo.from_preset("small").config.projection_dim == 128
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert elmo_tf.ELMo.from_preset("./small").config.projection_dim == 16

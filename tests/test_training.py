@@ -432,6 +432,14 @@ def test_cli_train_resume_logs_and_refusals(corpus_file, tmp_path, capsys):
     )
     assert status == 0, err
     assert "resumed from step 3" in err and "step 4, loss" in err
+    assert err.strip().splitlines()[-1].endswith(f"saved ckpt-4 in {ckpt}")  # names it
+    # a run already past --max-steps: said, nothing trained (it used to print "loss nan")
+    status, _, err = run_cli(
+        ["train", "--checkpoint-dir", ckpt, "--resume", "--max-steps", "2"], capsys
+    )
+    assert status == 0 and "nan" not in err
+    assert "the run is at step 4, already past --max-steps 2: nothing to train" in err
+    assert max(int(p.name[5:-6]) for p in ckpt.glob("ckpt-*.index")) == 4  # none added
 
 
 @pytest.mark.numerics

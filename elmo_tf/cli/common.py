@@ -3,7 +3,7 @@
 import os
 
 from elmo_tf import extras, files
-from elmo_tf.errors import ElmoError
+from elmo_tf.errors import ElmoError, InputFileError
 
 
 class CommandError(ElmoError):
@@ -45,6 +45,34 @@ def check_output_path(output, inputs, kind):
         pass
     except OSError as e:
         raise CommandError(f"{output}: cannot write to {directory} ({e.strerror or e})") from None
+
+
+def check_input_exists(path):
+    """Raises ``InputFileError`` for an input that does not exist or is a directory, before
+    any work (the reader checks the rest as it reads: a pipe can be read only once)."""
+    if not os.path.lexists(path) or (os.path.islink(path) and not os.path.exists(path)):
+        raise InputFileError(f"{path}: input file not found")
+    if os.path.isdir(path):
+        raise InputFileError(f"{path}: input is a directory, expected a text file")
+
+
+def check_output_prefix(prefix):
+    """Raises ``CommandError`` unless the files ``PREFIX-*`` can be written under ``prefix``'s
+    directory (made if missing), before any work: a part of its path that is a file, or a
+    directory this process cannot write into. A remote prefix (``gs://...``) is its runner's
+    to check."""
+    if "://" in prefix:
+        return
+    if prefix.endswith(("/", os.sep)):
+        raise CommandError(f"--output {prefix}: names a directory, expected a file prefix")
+    directory = os.path.dirname(os.path.abspath(prefix))
+    existing = directory
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise CommandError(f"--output {prefix}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CommandError(f"--output {prefix}: cannot write under {existing}")
 
 
 class _Probed(Exception):

@@ -9,7 +9,7 @@ bilm-tf), ``vocab.txt`` and ``softmax.hdf5`` (``softmax/W`` ``(V, P)``, ``softma
 
 import sys
 
-from elmo_tf.training.checkpoints import dump_weights
+from elmo_tf.training.run_directory import find_checkpoint
 
 
 def add_parser(subparsers):
@@ -33,6 +33,9 @@ def add_parser(subparsers):
 
 
 def run(args):
+    find_checkpoint(args.checkpoint)  # before TensorFlow: the run and its checkpoint exist
+    from elmo_tf.training.checkpoints import dump_weights  # lazy: restoring needs TensorFlow
+
     dtype = "float16" if args.softmax_float16 else "float32"
     outdir, step = dump_weights(args.checkpoint, args.outdir, softmax_dtype=dtype)
     print(

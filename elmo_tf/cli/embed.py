@@ -7,8 +7,8 @@ The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write ar
 import os
 import stat
 
-from elmo_tf.cli.common import CommandError, check_output_path
-from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
+from elmo_tf.cli.common import CommandError, check_input_exists, check_output_path
+from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
 from elmo_tf.cli.progress import Progress
 from elmo_tf.cpu_threads import configure_threads
 from elmo_tf.embedding_file import (
@@ -96,8 +96,9 @@ def run(args):
         check_max_tokens_per_line(args.max_tokens_per_line)
     except ValueError as e:
         raise CommandError(e) from None
-    model_source(args)
-    check_output_path(args.output, [args.input], "an HDF5 file name")
+    check_input_exists(args.input)
+    model_files = check_model(args)  # the files the model is read from are inputs too
+    check_output_path(args.output, [args.input, *model_files], "an HDF5 file name")
     # A file is checked whole before the model loads (a bad line found at once, not after
     # everything before it is embedded): one streaming pass, memory bounded by the longest
     # line. A pipe or a device can be read only once: its lines are checked as they come.

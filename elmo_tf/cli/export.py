@@ -10,7 +10,7 @@ import sys
 import time
 
 from elmo_tf.cli.common import CommandError, check_output_path, require_extra
-from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
+from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
 from elmo_tf.export.tflite_arguments import QUANTIZE_CHOICES, check_arguments
 from elmo_tf.export.versions import version_directory
 from elmo_tf.models.settings import check_settings
@@ -99,7 +99,7 @@ def run_saved_model(args):
         check_settings(l2_coefficient=args.l2_coefficient, dropout=args.dropout)
     except ValueError as e:
         raise CommandError(e) from None
-    model_source(args)
+    check_model(args)  # before TensorFlow: names, files, the options
     version_directory(args.outdir, args.version)  # fail before the slow part
     from elmo_tf.export.saved_model import export_saved_model  # lazy: starts TensorFlow
 
@@ -119,7 +119,7 @@ def run_tflite(args):
     except ValueError as e:
         raise CommandError(str(e)) from None
     check_output_path(args.outfile, [], "a .tflite file name")
-    model_source(args)
+    check_model(args)  # before TensorFlow: names, files, the options
     from elmo_tf.export.tflite import export_tflite  # lazy: starts TensorFlow
 
     start = time.monotonic()

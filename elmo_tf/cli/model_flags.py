@@ -9,6 +9,7 @@ loaded; ``load_model`` loads it.
 
 import dataclasses
 import sys
+import warnings
 
 from elmo_tf.cli.common import CommandError
 from elmo_tf.presets import published
@@ -76,6 +77,36 @@ def model_source(args):
     return ModelSource(model=args.model or DEFAULT_MODEL)
 
 
+def check_model(args):
+    """Checks, without TensorFlow, the model the flags name: a name or directory that names a
+    model, official files that exist and parse (the options), and says on stderr which is
+    meant when a name is also a directory here. Returns the paths the model is read from (a
+    command's outputs must not replace them)."""
+    from elmo_tf import presets, untrusted_files  # lazy: after the flags' own checks
+    from elmo_tf.config import ElmoConfig
+    from elmo_tf.errors import WeightFileError
+    from elmo_tf.presets import cache
+
+    source = model_source(args)
+    if source.saved_model is not None:
+        return []
+    if source.options is not None:
+        given = (source.options, source.weights)
+        paths = [cache.entry_path(p) if cache.is_url(p) else p for p in given]
+        if not cache.is_url(source.options):
+            ElmoConfig.from_file(source.options)
+        if not cache.is_url(source.weights):
+            untrusted_files.check_readable(source.weights, "weight file", WeightFileError)
+        return paths
+    if directory := presets.shadowed_directory(source.model):
+        print(
+            f"elmo-tf: --model {source.model} is the {source.model} model; the directory of "
+            f"the same name here is --model {directory}",
+            file=sys.stderr,
+        )
+    return list(presets.local_paths(source.model))
+
+
 def load_model(args, step=None, **kwargs):
     """The ``ELMo`` that the flags name; ``kwargs`` go to ``ELMo``.
 
@@ -83,9 +114,12 @@ def load_model(args, step=None, **kwargs):
     """
     source = model_source(args)
     from elmo_tf.models import ELMo, load_pretrained  # lazy: the command line starts without TF
+    from elmo_tf.presets import PresetNameWarning
 
     if step is not None:
         print(f"{step}loading {source.describe()}", file=sys.stderr, flush=True)
     if source.options is not None:
         return load_pretrained(source.options, source.weights, **kwargs)
-    return ELMo.from_preset(source.model, **kwargs)
+    with warnings.catch_warnings():  # check_model has said it
+        warnings.simplefilter("ignore", PresetNameWarning)
+        return ELMo.from_preset(source.model, **kwargs)

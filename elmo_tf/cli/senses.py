@@ -10,7 +10,7 @@ learnt about context. Prints a Markdown table (or JSON with ``--json``).
 import json
 
 from elmo_tf.cli.common import CommandError
-from elmo_tf.cli.model_flags import add_model_arguments, load_model, model_source
+from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
 
 
 def add_parser(subparsers):
@@ -44,7 +44,7 @@ def add_parser(subparsers):
 def run(args):
     if args.random_seeds < 0:
         raise CommandError("--random-seeds must be non-negative")
-    model_source(args)
+    check_model(args)  # before TensorFlow: names, files, the options
     # lazy: the command line starts without TensorFlow
     import keras
     import numpy as np

@@ -21,11 +21,13 @@ inputs, ``Trainer`` trains.
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 
 from elmo_tf import presets
 from elmo_tf.cli.progress import Progress
+from elmo_tf.training import run_directory
 from elmo_tf.training.training_options import DEFAULT_LEARNING_RATES, TrainingOptions
 
 
@@ -147,9 +149,7 @@ def _filters(text):
 
 
 def run(args):
-    # lazy: the command line starts without TensorFlow
-    from elmo_tf.training import distribution, plan
-    from elmo_tf.training.trainer import Trainer
+    from elmo_tf.training import plan  # lazy: after the flags' checks; no TensorFlow yet
 
     def given(names):
         return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
@@ -167,11 +167,24 @@ def run(args):
         vocab_max_size=args.vocab_max_size,
         training=given(f.name for f in dataclasses.fields(TrainingOptions)),
     )
+    # lazy: TensorFlow starts here, once the plan (files, corpus, options) is checked
+    from elmo_tf.training import distribution
+    from elmo_tf.training.trainer import Trainer
+
     strategy = distribution.make_strategy(args.devices, args.multi_worker)
     trainer = Trainer.from_plan(training_plan, args.checkpoint_dir, strategy, args.logdir)
     start = int(trainer.step.numpy())
     if training_plan.resume:
         print(_resumed(trainer.restored), file=sys.stderr)
+    if start >= training_plan.total_steps:  # a loss of no step would be NaN: nothing to do
+        trainer.close()
+        print(
+            f"the run is at step {start}, already past --max-steps {training_plan.total_steps}: "
+            f"nothing to train (give a larger --max-steps to go on); checkpoints in "
+            f"{args.checkpoint_dir}",
+            file=sys.stderr,
+        )
+        return 0
     progress = _TrainingProgress(training_plan.total_steps, start)
     try:
         last = trainer.train(training_plan.total_steps, callback=progress.step)
@@ -183,7 +196,8 @@ def run(args):
     progress.close()
     loss = "" if last is None else f", loss {last['loss']:.4f}"
     if trainer.is_chief:
-        where = f"checkpoints in {args.checkpoint_dir}"
+        saved = run_directory.find_checkpoint(args.checkpoint_dir)[1]
+        where = f"saved {os.path.basename(saved)} in {args.checkpoint_dir}"
     else:
         where = (
             f"nothing saved by this worker (the chief writes checkpoints to {args.checkpoint_dir})"

@@ -14,6 +14,7 @@ given none.
 """
 
 import os
+import warnings
 
 from elmo_tf import weight_file
 from elmo_tf.config import ElmoConfig
@@ -42,11 +43,33 @@ TRAINING_DEFAULT = ElmoConfig(
 )
 
 
+class PresetNameWarning(UserWarning):
+    """A model name that is also a directory in the working directory: the name wins."""
+
+
+def shadowed_directory(name_or_dir):
+    """``./NAME`` when ``name_or_dir`` is a bundled or published name and also a directory in
+    the working directory (the name wins: ``./NAME`` names the directory), else ``None``."""
+    name = os.fspath(name_or_dir)
+    known = name in bundled.BUNDLED_MODELS or published.lookup(name) is not None
+    return f"./{name}" if known and os.path.isdir(name) else None
+
+
 def preset_files(name_or_dir, download=True):
     """``(options_file, weight_file)`` (local paths) of the bundled model, a published model
     (downloaded into the cache on first use, or ``None`` without ``download``) or a model
-    directory; raises ``PresetError`` naming the known names for anything else."""
+    directory; raises ``PresetError`` naming the known names for anything else.
+
+    A bundled or published name means that model, also where a directory of the same name is
+    in the working directory (a ``PresetNameWarning`` says so): write ``./NAME`` for it."""
     name = os.fspath(name_or_dir)
+    if directory := shadowed_directory(name):
+        warnings.warn(
+            f"{name!r} names the {'bundled' if name in bundled.BUNDLED_MODELS else 'published'} "
+            f"model; the directory of the same name here is {directory!r}",
+            PresetNameWarning,
+            stacklevel=3,
+        )
     if name in bundled.BUNDLED_MODELS:
         return bundled.model_files(bundled.BUNDLED_MODELS[name])
     model = published.lookup(name)
@@ -59,6 +82,19 @@ def preset_files(name_or_dir, download=True):
         f"a published model ({', '.join(published.names())}) nor a directory with "
         f"{bundled.OPTIONS_FILE} and {bundled.WEIGHTS_FILE}"
     )
+
+
+def local_paths(name_or_dir):
+    """``(options_file, weight_file)`` where the model ``name_or_dir`` is read from, without
+    downloading or loading anything: a published model's cache entries (present or not), the
+    bundled model's files, a directory's; ``PresetError`` for a name that is none of these."""
+    name = os.fspath(name_or_dir)
+    model = published.lookup(name)
+    if model is not None and name not in bundled.BUNDLED_MODELS:
+        return tuple(cache.entry_path(url) for url in model.urls())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PresetNameWarning)
+        return preset_files(name, download=False)
 
 
 def published_files(model):

@@ -11,7 +11,9 @@
 ``distribution``                ``MirroredStrategy`` / ``MultiWorkerMirroredStrategy``
 ``evaluation``                  held-out perplexity with the full softmax
 ``unigram``                     the unigram baseline's perplexity on the same predictions
-``checkpoints``                 the training directory; ``dump_weights`` to official files
+``run_directory``               the training directory's files, its options, its checkpoints
+``checkpoints``                 restoring the newest checkpoint; ``dump_weights`` to files
+``softmax_file``                the softmax as an HDF5 file (``softmax.hdf5``)
 ==============================  ==========================================================
 
 Names are imported on first use, so that the command line reads this package's defaults
