@@ -1,6 +1,7 @@
 """``elmo-tf embed``, run in-process through ``elmo_tf.cli.main.main`` on the tiny model."""
 
 import argparse
+import io
 import json
 import os
 import runpy
@@ -14,6 +15,7 @@ from numerics import assert_reordered
 import elmo_tf
 from elmo_tf.cli import embed, stop_signals
 from elmo_tf.cli.main import main
+from elmo_tf.cli.progress import Progress
 from elmo_tf.presets import bundled
 
 pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
@@ -243,3 +245,14 @@ def test_python_dash_m(monkeypatch, capsys):
         runpy.run_module("elmo_tf", run_name="__main__")
     assert exit_info.value.code == 0
     assert elmo_tf.__version__ in capsys.readouterr().out
+
+
+def test_summary_line_keeps_set_up_out_of_the_rate():
+    stream = io.StringIO()
+    progress = Progress(2, stream=stream, setup_seconds=4.25)
+    progress.start -= 2.0  # two seconds of work, however fast this machine is
+    progress.update(2, tokens=100)
+    progress.close()
+    line = stream.getvalue().strip()
+    assert line.startswith("2/2 sentences, 50 tokens/s, 2.0s"), line
+    assert line.endswith("(after 4.2s loading and compiling the model)"), line

@@ -6,6 +6,7 @@ The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write ar
 
 import os
 import stat
+import time
 
 from elmo_tf.cli.common import CommandError, check_input_exists, check_output_path
 from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
@@ -105,9 +106,11 @@ def run(args):
     total = None
     if _is_regular_file(args.input):
         total = sum(1 for _ in iter_sentences(args.input, args.max_tokens_per_line))
+    setup_started = time.monotonic()
     configure_threads(warn=False)  # before the model's first op: both LSTM directions side by side
     model = load_model(args)
-    progress = Progress(total, unit="sentences")
+    model.embed([["warm"]], token_cache_size=0)  # compiles the model: set-up, not the rate
+    progress = Progress(total, unit="sentences", setup_seconds=time.monotonic() - setup_started)
     try:
         write_embeddings(
             model,

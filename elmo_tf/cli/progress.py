@@ -21,14 +21,19 @@ class Progress:
         stream: where to write (default: stderr, past TensorFlow's log filter).
         interval: minimum seconds between redraws.
         initial: items already done (a resumed run).
+        setup_seconds: how long the command took to get ready (loading and compiling the
+            model), said apart from the rate, which counts the work alone.
     """
 
-    def __init__(self, total, unit="sentences", stream=None, interval=0.1, initial=0):
+    def __init__(
+        self, total, unit="sentences", stream=None, interval=0.1, initial=0, setup_seconds=None
+    ):
         self.total = total
         self.unit = unit
         self.stream = native_logs.unfiltered_stderr() if stream is None else stream
         self.done = initial
         self.tokens = 0
+        self.setup_seconds = setup_seconds
         self.start = time.monotonic()
         isatty = getattr(self.stream, "isatty", None)
         self.interactive = bool(isatty and isatty())
@@ -71,7 +76,10 @@ class Progress:
     def _line(self, now):
         elapsed = max(now - self.start, 1e-9)
         done = f"{self.done}" if self.total is None else f"{self.done}/{self.total}"
-        return f"{done} {self.unit}, {self._postfix(now)}, {elapsed:.1f}s"
+        line = f"{done} {self.unit}, {self._postfix(now)}, {elapsed:.1f}s"
+        if self.setup_seconds is not None:
+            line += f" (after {self.setup_seconds:.1f}s loading and compiling the model)"
+        return line
 
 
 def _terminal_columns(stream):
