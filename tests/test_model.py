@@ -403,3 +403,47 @@ def test_mixed_precision_call_and_embed(tiny_files, policy):
     assert_half_precision(
         carried, full.embed(SENTENCES[::-1], initial_state=expected_state)["elmo"], compute_dtype
     )
+
+
+@pytest.mark.parametrize(
+    "frozen", [("character_encoder", "bilstm"), ("character_encoder",), ("bilstm",)]
+)
+def test_frozen_parts_change_no_gradient(tiny_files, frozen, monkeypatch):
+    model = elmo_tf.load_pretrained(*tiny_files)
+    for name in frozen:
+        getattr(model, name).trainable = False
+    ids = elmo_tf.batch_to_ids(SENTENCES)
+
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(ids)["elmo"] ** 2)
+        return tape.gradient(loss, model.trainable_weights)
+
+    cut = gradients()
+    monkeypatch.setattr(type(model), "_encoder_frozen", lambda self: False)  # nothing cut
+    whole = gradients()
+    assert len(cut) == len(model.trainable_weights) > 0
+    for weight, a, b in zip(model.trainable_weights, cut, whole, strict=True):
+        assert a is not None, weight.path
+        np.testing.assert_array_equal(tf.convert_to_tensor(a), tf.convert_to_tensor(b), weight.path)
+
+
+def _while_loops(concrete):
+    return sum(op.type in ("While", "StatelessWhile") for op in concrete.graph.get_operations())
+
+
+def test_frozen_elmo_traces_no_backward_lstm(tiny_files):
+    """A first fit with ELMo frozen (ElmoLayer's default) traces no gradient of the LSTM loops."""
+    model = elmo_tf.load_pretrained(*tiny_files)
+    elmo_tf.models.elmo.set_fine_tuning(model, "mix")
+    spec = tf.TensorSpec([None, None, 50], tf.int32)
+    forward = tf.function(lambda ids: model(ids)["elmo"]).get_concrete_function(spec)
+
+    @tf.function
+    def step(ids):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(ids)["elmo"] ** 2)
+        return tape.gradient(loss, model.trainable_weights)
+
+    assert _while_loops(forward) > 0
+    assert _while_loops(step.get_concrete_function(spec)) == _while_loops(forward)

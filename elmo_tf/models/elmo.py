@@ -198,7 +198,10 @@ class ELMo(keras.Model):
             ``state``, an ``LSTMState``.
         """
         framed, mask, lengths = self.frame(char_ids)
-        return self._bilm_from_embeddings(self.encode_tokens(framed, mask), lengths, initial_state)
+        token_embeddings = self.encode_tokens(framed, mask)
+        return self._bilm_from_embeddings(
+            token_embeddings, lengths, initial_state, embeddings_frozen=self._encoder_frozen()
+        )
 
     def frame(self, char_ids):
         """Adds ``<S>`` at position 0 and ``</S>`` right after each sentence's last token.
@@ -218,11 +221,28 @@ class ELMo(keras.Model):
         framed = ops.where(is_eos, eos, framed)
         return framed, positions <= (lengths + 1)[:, None], lengths
 
-    def _bilm_from_embeddings(self, token_embeddings, lengths, initial_state=None):
+    def _encoder_frozen(self):
+        return not self.character_encoder.trainable_weights
+
+    def _bilm_from_embeddings(
+        self, token_embeddings, lengths, initial_state=None, embeddings_frozen=False
+    ):
+        """The biLM on framed token vectors; ``embeddings_frozen`` says that no trainable
+        weight made them.
+
+        Where nothing trainable lies below an activation, its gradient is cut there: the
+        result is the same (zero gradient either way), but TensorFlow's tape then builds no
+        backward pass for the LSTM loops, most of a first ``fit``'s tracing when ELMo is frozen
+        (docs/performance.md, "Fine-tuning").
+        """
         mask = _sequence_mask(lengths + 2, ops.shape(token_embeddings)[1])
         if initial_state is not None:
             initial_state = tuple(ops.cast(s, self.compute_dtype) for s in initial_state)
+        if embeddings_frozen:
+            token_embeddings = ops.stop_gradient(token_embeddings)
         lstm_outputs, state = self.bilstm(token_embeddings, mask, initial_state=initial_state)
+        if embeddings_frozen and initial_state is None and not self.bilstm.trainable_weights:
+            lstm_outputs = [ops.stop_gradient(x) for x in lstm_outputs]
         activations = [ops.concatenate([token_embeddings, token_embeddings], axis=-1)]
         activations += lstm_outputs
         return {
@@ -242,7 +262,9 @@ class ELMo(keras.Model):
             _check_char_ids(inputs, self.config.n_characters)
         framed, mask, lengths = self.frame(inputs)
         token_embeddings = self.encode_tokens(framed, mask)
-        return self.contextualize(token_embeddings, lengths, initial_state, training=training)
+        return self._contextualize(
+            token_embeddings, lengths, initial_state, training, self._encoder_frozen()
+        )
 
     def contextualize(self, token_embeddings, lengths, initial_state=None, training=False):
         """The outputs of :meth:`call` from framed context-free token vectors.
@@ -253,10 +275,15 @@ class ELMo(keras.Model):
             lengths: ``(B,)`` int32, real tokens per row.
             initial_state: optional ``LSTMState``.
         """
+        return self._contextualize(token_embeddings, lengths, initial_state, training, False)
+
+    def _contextualize(self, token_embeddings, lengths, initial_state, training, embeddings_frozen):
         lengths = ops.convert_to_tensor(lengths, "int32")
         # Called directly (the embed path), not through Keras's autocasting __call__.
         token_embeddings = ops.cast(token_embeddings, self.compute_dtype)
-        bilm = self._bilm_from_embeddings(token_embeddings, lengths, initial_state)
+        bilm = self._bilm_from_embeddings(
+            token_embeddings, lengths, initial_state, embeddings_frozen
+        )
         max_len = ops.shape(token_embeddings)[1] - 2
         token_mask = _sequence_mask(lengths, max_len)  # (B, T)
         keep = ops.cast(token_mask, self.compute_dtype)[:, :, None]
