@@ -6,8 +6,12 @@ user without it gets one line naming the extra and the command that installs it,
 """
 
 import importlib.util
+import os
+import shlex
 
 from elmo_tf.errors import ElmoError
+
+DISTRIBUTION = "elmo-tf"
 
 # extra -> the modules it installs that elmo-tf imports
 EXTRAS = {
@@ -25,8 +29,24 @@ class MissingExtraError(ElmoError, ImportError):
 
 
 def install_command(extra):
-    """How to install ``extra``, written one way everywhere (it works from a clone)."""
-    return f'pip install -e ".[{extra}]"'
+    """The command that installs ``extra`` from wherever the user runs it.
+
+    Run from a source tree (an editable install, or a clone on ``sys.path``), the tree's
+    absolute path: ``pip install -e '/path/to/elmo-tf[serving]'``; installed as a package,
+    its name: ``pip install 'elmo-tf[serving]'``.
+    """
+    root = source_tree()
+    target = f"{DISTRIBUTION}[{extra}]" if root is None else f"{root}[{extra}]"
+    return f"pip install {'' if root is None else '-e '}{shlex.quote(target)}"
+
+
+def source_tree():
+    """The source tree elmo_tf is imported from (the folder with its ``setup.py``), or ``None``
+    for an installed package."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(root, "setup.py")):
+        return root
+    return None
 
 
 def missing(extra):

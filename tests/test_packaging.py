@@ -2,12 +2,15 @@
 
 import importlib.metadata
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
 
 import pytest
 from conftest import TINY
+
+from elmo_tf import extras
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXTRA_MODULES = (
@@ -101,9 +104,25 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
         (["export", "tflite", "x.tflite"], "tflite", "ai_edge_litert"),
         (["beam", "--input", "x.txt", "--output", "y"], "beam", "apache_beam"),
     ]:
-        done = _run(["-m", "elmo_tf", *argv], cwd=REPO, pythonpath=[str(tmp_path)], timeout=60)
+        done = _run(["-m", "elmo_tf", *argv], cwd=tmp_path, pythonpath=[str(tmp_path)], timeout=60)
         assert done.returncode == 1, done.stderr
         assert done.stderr.strip().splitlines() == [
             f"elmo-tf {argv[0]}: error: this command needs the [{extra}] extra ({modules} not "
-            f'installed): pip install -e ".[{extra}]"'
+            f"installed): pip install -e {shlex.quote(REPO + f'[{extra}]')}"
         ]
+
+
+def test_install_hint_works_from_anywhere(tmp_path):
+    """The missing-extra hint names the source tree by its absolute path (pip, run elsewhere,
+    resolves it), and an installed package by its name."""
+    command = extras.install_command("serving")
+    assert command == f"pip install -e {shlex.quote(REPO + '[serving]')}"
+    dry_run = ["--dry-run", "--no-deps", "--no-build-isolation", "--no-index", "-q"]
+    argv = [*shlex.split(command)[1:], *dry_run]
+    done = _run(["-m", "pip", *argv], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_install_hint_of_an_installed_package(monkeypatch):
+    monkeypatch.setattr(extras, "source_tree", lambda: None)
+    assert extras.install_command("tflite") == "pip install 'elmo-tf[tflite]'"

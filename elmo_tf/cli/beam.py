@@ -241,8 +241,8 @@ def _quiet_root_logger():
 def run_job(argv=None, prog="elmo-tf beam"):
     """Runs the job of ``argv``; returns the ``summary`` counts."""
     args, beam_args = build_parser(prog).parse_known_args(argv)
-    source = check_flags(args)
     require_extra("beam")
+    source = check_flags(args)
     with quiet_beam_logs(args.verbose):
         import apache_beam  # lazy: the [beam] extra
 
