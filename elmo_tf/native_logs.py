@@ -50,6 +50,7 @@ _HARMLESS_MESSAGES = (b"oneDNN supports DT_BOOL only on platforms with AVX-512",
 _HARMLESS_LINES = (
     b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
     b"To enable the following instructions:",  # cpu_feature_guard's second line
+    b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",  # LiteRT, at each interpreter
 )
 
 

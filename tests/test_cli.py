@@ -27,6 +27,7 @@ NATIVE_NOISE = [
     "CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
     "E0000 00:00:1795431501.418101    6295 util.cc:131] oneDNN supports DT_BOOL only on platforms "
     "with AVX-512. Falling back to the default Eigen-based implementation if present.",
+    "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",
 ]
 KEPT = [
     "elmo-tf embed: error: nope.txt: input file not found",

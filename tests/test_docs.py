@@ -170,6 +170,15 @@ CLONE = ("examples", "serving", "benchmarks", "export", "scripts")
 # ------------------------------------------------------------------ running a document
 
 
+# A line TensorFlow's or LiteRT's native code writes on its own: absl/glog, and the few
+# prefix-less ones (elmo_tf.native_logs drops them).
+NATIVE_LINE = re.compile(
+    r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d.*|WARNING: All log messages before absl.*"
+    r"|To enable the following instructions.*|INFO: Created TensorFlow Lite.*)$",
+    re.MULTILINE,
+)
+
+
 class Session:
     """A group of documents that start from the same files (the same ``SETUP``): one
     directory, one Python process that runs their python blocks and their ``elmo-tf``
@@ -209,15 +218,15 @@ class Session:
         code = self.code(block)
         if block.language == "python":
             if "fresh" in block.words:
-                return self._subprocess([sys.executable, "-c", code], self.env)
+                return self._subprocess([sys.executable, "-c", code], self.env, code)
             return self._kernel().run(code)
         if block.language == "console":
             code = "\n".join(line[2:] for line in code.splitlines() if line.startswith("$ "))
         if "background" in block.words:
             return self._start_background(code)
-        return self._subprocess(["bash", "-euo", "pipefail", "-c", code], self._kernel().env)
+        return self._subprocess(["bash", "-euo", "pipefail", "-c", code], self._kernel().env, code)
 
-    def _subprocess(self, argv, env):
+    def _subprocess(self, argv, env, code):
         done = subprocess.run(
             argv,
             cwd=self.directory,
@@ -227,6 +236,9 @@ class Session:
             timeout=BLOCK_TIMEOUT,
         )
         assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-4000:])
+        if "import elmo_tf" in code:  # Python as a user runs it: no native log line
+            native = NATIVE_LINE.findall(done.stderr)
+            assert not native, f"native log lines on stderr: {native}"
         return done.stdout
 
     def _kernel(self):

@@ -170,3 +170,11 @@ def test_missing_output_directory_exits_1(tmp_path, tiny_files, capsys):
     argv = ["export", "tflite", str(outfile), "--options", str(options), "--weights", str(weights)]
     assert main(argv) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_running_prints_no_native_line(float_model, capfd):
+    """LiteRT's "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." at an interpreter's
+    first run stays off stderr; what else reaches fd 2 passes."""
+    run_tflite(str(float_model), elmo_tf.batch_to_ids([["Hello"]]))
+    run_tflite(Interpreter(model_path=str(float_model)), elmo_tf.batch_to_ids([["Hi"]]))
+    assert capfd.readouterr().err == ""

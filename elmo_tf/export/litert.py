@@ -13,6 +13,7 @@ needs from the runtime::
 """
 
 import os
+import weakref
 
 from elmo_tf import extras
 
@@ -22,7 +23,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 
-from elmo_tf import characters
+from elmo_tf import characters, native_logs
 
 SIGNATURE_KEY = "serving_default"  # the one signature elmo_tf.export.tflite writes
 
@@ -113,7 +114,7 @@ def run_tflite(model, char_ids, num_threads=None):
         rows = char_ids[start : start + batch_size]
         padded = np.zeros([batch_size, padded_length, n_chars], np.int32)
         padded[: len(rows), :length] = rows
-        outputs = runner(char_ids=padded)
+        outputs = _run(interpreter, runner, padded)
         chunks.append(
             {
                 key: value[: len(rows), :length] if value.ndim == 3 else value[: len(rows)]
@@ -121,3 +122,17 @@ def run_tflite(model, char_ids, num_threads=None):
             }
         )
     return {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]}
+
+
+# Interpreters that have run once: LiteRT writes "INFO: Created TensorFlow Lite XNNPACK delegate
+# for CPU." to file descriptor 2 at an interpreter's first run, which runs inside the filter.
+_started = weakref.WeakSet()
+
+
+def _run(interpreter, runner, char_ids):
+    if interpreter in _started:
+        return runner(char_ids=char_ids)
+    with native_logs.quiet():
+        outputs = runner(char_ids=char_ids)
+    _started.add(interpreter)
+    return outputs
