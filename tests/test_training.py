@@ -439,6 +439,7 @@ def test_cli_train_resume_logs_and_refusals(corpus_file, tmp_path, capsys):
     )
     assert status == 0 and "nan" not in err
     assert "the run is at step 4, already past --max-steps 2: nothing to train" in err
+    assert err.strip().endswith(f"saved ckpt-4 in {ckpt}")
     assert max(int(p.name[5:-6]) for p in ckpt.glob("ckpt-*.index")) == 4  # none added
 
 
@@ -524,7 +525,12 @@ def test_init_from_official_weights(tmp_path, capsys):
         *FAST[:6],
     ]
     status, _, err = run_cli([*argv, "--max-steps", "0"], capsys)
-    assert status == 0, err
+    assert status == 0, err  # a new run at --max-steps 0 keeps its starting weights
+    last = err.strip().splitlines()[-1]
+    assert last.endswith(
+        f"already at --max-steps 0: nothing to train "
+        f"(give a larger --max-steps to go on); saved ckpt-0 in {ckpt}"
+    )
     assert run_cli(["dump-weights", ckpt, out], capsys)[0] == 0
     with h5py.File(BILM / "lm_weights.hdf5") as ref, h5py.File(out / "weights.hdf5") as got:
         names = []

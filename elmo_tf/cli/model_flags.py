@@ -82,7 +82,8 @@ def check_model(args):
     model, official files that exist and parse (the options), and says on stderr which is
     meant when a name is also a directory here. Returns the paths the model is read from (a
     command's outputs must not replace them)."""
-    from elmo_tf import presets, untrusted_files  # lazy: after the flags' own checks
+    # lazy: after the flags' own checks, and none of them imports TensorFlow
+    from elmo_tf import presets, untrusted_files
     from elmo_tf.config import ElmoConfig
     from elmo_tf.errors import WeightFileError
     from elmo_tf.presets import cache
@@ -113,7 +114,8 @@ def load_model(args, step=None, **kwargs):
     With ``step`` (a prefix such as ``"[1/2] "``), says on stderr what it loads.
     """
     source = model_source(args)
-    from elmo_tf.models import ELMo, load_pretrained  # lazy: the command line starts without TF
+    # lazy: the command line starts without TensorFlow
+    from elmo_tf.models import ELMo, load_pretrained
     from elmo_tf.presets import PresetNameWarning
 
     if step is not None:

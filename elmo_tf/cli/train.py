@@ -176,12 +176,16 @@ def run(args):
     start = int(trainer.step.numpy())
     if training_plan.resume:
         print(_resumed(trainer.restored), file=sys.stderr)
-    if start >= training_plan.total_steps:  # a loss of no step would be NaN: nothing to do
-        trainer.close()
+    if start >= training_plan.total_steps:  # a loss of no step would be NaN: no progress line
+        try:
+            trainer.train(training_plan.total_steps)  # saves this step if no checkpoint has it
+        finally:
+            trainer.close()
+        total = training_plan.total_steps
         print(
-            f"the run is at step {start}, already past --max-steps {training_plan.total_steps}: "
-            f"nothing to train (give a larger --max-steps to go on); checkpoints in "
-            f"{args.checkpoint_dir}",
+            f"the run is at step {start}, already {'past' if start > total else 'at'} "
+            f"--max-steps {total}: nothing to train (give a larger --max-steps to go on); "
+            f"{_saved(trainer, args)}",
             file=sys.stderr,
         )
         return 0
@@ -195,15 +199,18 @@ def run(args):
         trainer.close()
     progress.close()
     loss = "" if last is None else f", loss {last['loss']:.4f}"
-    if trainer.is_chief:
-        saved = run_directory.find_checkpoint(args.checkpoint_dir)[1]
-        where = f"saved {os.path.basename(saved)} in {args.checkpoint_dir}"
-    else:
-        where = (
+    print(f"step {int(trainer.step.numpy())}{loss}; {_saved(trainer, args)}", file=sys.stderr)
+    return 0
+
+
+def _saved(trainer, args):
+    """``saved ckpt-N in DIR``: the run's latest checkpoint, as the last line names it."""
+    if not trainer.is_chief:
+        return (
             f"nothing saved by this worker (the chief writes checkpoints to {args.checkpoint_dir})"
         )
-    print(f"step {int(trainer.step.numpy())}{loss}; {where}", file=sys.stderr)
-    return 0
+    saved = run_directory.find_checkpoint(args.checkpoint_dir)[1]
+    return f"saved {os.path.basename(saved)} in {args.checkpoint_dir}"
 
 
 def _resumed(restored):
