@@ -98,9 +98,7 @@ def batch_to_ids(sentences, max_length=None):
         An int32 array of shape ``(batch, max_tokens, 50)``, zero at padded token positions.
         No ``<S>``/``</S>`` rows are added: the model frames each sentence itself.
     """
-    if isinstance(sentences, (str, bytes)):
-        raise TypeError("sentences must be a list of token lists, got a single string")
-    sentences = [_as_token_list(s, i) for i, s in enumerate(sentences)]
+    sentences = token_lists(sentences)
     longest = max((len(s) for s in sentences), default=0)
     if max_length is None:
         max_length = longest
@@ -138,6 +136,17 @@ def whitespace_to_space(sentences):
 
     others = "".join(c for c in WHITESPACE if c not in " \t\n\v\f\r")
     return tf.strings.regex_replace(sentences, f"[{others}]", " ")
+
+
+def token_lists(sentences):
+    """``sentences`` (a list of sentences, each a list of tokens) as lists; a ``TypeError``
+    names a whole argument or a sentence that is one string."""
+    if isinstance(sentences, (str, bytes)):
+        raise TypeError(
+            f"sentences is one string ({sentences[:30]!r}); pass a list of sentences, each a "
+            "list of tokens, e.g. [text.split()]"
+        )
+    return [_as_token_list(s, i) for i, s in enumerate(sentences)]
 
 
 def _as_token_list(sentence, index):

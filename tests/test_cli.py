@@ -38,6 +38,18 @@ KEPT = [
 ]
 
 
+# The first word of every command's description: an imperative, as in "Embed every line".
+VERBS = {"Compute", "Count", "Download", "Embed", "Export", "Fetch", "List", "Remove", "Run",
+         "Serve", "Train", "Write"}  # fmt: skip
+
+
+def test_every_command_says_what_it_does():
+    for parser in _all_parsers(build_parser()):
+        if parser.prog != "elmo-tf":
+            assert parser.description, parser.prog
+            assert parser.description.split()[0] in VERBS, (parser.prog, parser.description)
+
+
 def test_help_is_plain_text():
     for parser in _all_parsers(build_parser()):
         text = parser.format_help()

@@ -450,12 +450,37 @@ def sessions(tmp_path_factory, model_mirror, small_official_files):
             if setup is not None:
                 setup(directory, small_official_files)
             opened[setup] = Session(directory)
+            opened[setup].given = {p.name for p in directory.iterdir()}
             opened[setup].env["ELMO_TF_MODEL_BASE_URL"] = model_mirror.base_url
         return opened[setup]
 
     yield session
     for session_ in opened.values():
         session_.close()
+    # What the docs' commands write, a user writes in the checkout: git must ignore it.
+    for session_ in opened.values():
+        written = [
+            p.name + ("/" if p.is_dir() else "")
+            for p in session_.directory.iterdir()
+            if p.name not in session_.given and not p.name.startswith(".")
+        ]
+        kept = _not_ignored(written)
+        assert not kept, f"the docs' commands leave files git would track: {kept}"
+
+
+def _not_ignored(names):
+    """Those of ``names`` (top-level paths of a checkout) that the repository does not ignore."""
+    if not names:
+        return []
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"],
+        cwd=ROOT,
+        input="\n".join(names),
+        capture_output=True,
+        text=True,
+    )
+    ignored = set(done.stdout.splitlines())
+    return [name for name in names if name not in ignored]
 
 
 RUNNABLE = [b for b in COMMAND_BLOCKS if b.words[:1] == ["run"]]

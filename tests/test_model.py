@@ -216,8 +216,12 @@ def test_bad_state_is_named(tiny_model):
         tiny_model.embed(SENTENCES[:3], initial_state=tiny_model.zero_state(2))
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         tiny_model.embed(SENTENCES, batch_size=0)
-    with pytest.raises(TypeError, match="list of tokens"):
+    with pytest.raises(TypeError, match="sentence 0 is a single string.*list of tokens"):
         tiny_model.embed(["one string per sentence"])
+    with pytest.raises(TypeError, match=r"sentences is one string \('The bank closed \.'\)"):
+        tiny_model.embed("The bank closed .")
+    with pytest.raises(TypeError, match="sentences is one string"):
+        elmo_tf.batch_to_ids("The bank closed .")
 
 
 # Lengths 20, 12, 9, 7, 5, 5, 3, 2, 1, 1, 0: with batch_size=4 and a budget of 16 padded tokens

@@ -176,6 +176,12 @@ HOSTILE = {
         "RESOURCE_EXHAUSTED",
         "41-byte token, over the limit of 40 (max_token_bytes)",
     ),
+    "token lists sent to the sentence signature": (
+        "default",
+        {"sentences": tf.make_tensor_proto([["the", "cat"]])},
+        "INVALID_ARGUMENT",
+        "send token lists to the 'tokens' signature",
+    ),
     "more rows than allowed": (
         "default",
         {"sentences": tf.make_tensor_proto(["a"] * 17)},
@@ -259,6 +265,18 @@ REST_CASES = {
         {},
         400,
         "out of the range of int32",
+    ),
+    "token lists sent to the sentence signature": (
+        {"instances": [["the", "cat"], ["a", "dog"]]},
+        {},
+        400,
+        "send token lists to the 'tokens' signature",
+    ),
+    "the tokens signature's inputs sent to the sentence signature": (
+        {"instances": [{"tokens": ["a", "b"], "sequence_len": 2}]},
+        {},
+        400,
+        "send token lists to the 'tokens' signature",
     ),
     "a negative Content-Length": (
         b'{"instances": ["a"]}',

@@ -37,7 +37,7 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         "beam",
         help="embed a whole corpus on Apache Beam (Parquet or TFRecord; 'elmo-tf beam --help')",
-        description="Runs python -m elmo_tf.beam with the arguments that follow.",
+        description="Run python -m elmo_tf.beam with the arguments that follow.",
         prefix_chars="+",
         add_help=False,
     )

@@ -15,14 +15,21 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         "cache",
         help="list or remove downloaded models (the model cache)",
-        description=__doc__.split("\n\n")[1],
+        description="List or remove what the model cache holds. " + __doc__.split("\n\n")[1],
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    actions.add_parser("list", help="the cached files, their sizes and the cache's place")
-    remove = actions.add_parser("remove", help="remove a published model's files, or a URL's")
+    listed = "list the cached files, their sizes and the cache's place"
+    actions.add_parser("list", help=listed, description=_sentence(listed))
+    removed = "remove a published model's files, or a URL's"
+    remove = actions.add_parser("remove", help=removed, description=_sentence(removed))
     remove.add_argument("targets", metavar="NAME_OR_URL", nargs="+")
-    actions.add_parser("clear", help="remove every file the cache made")
+    cleared = "remove every file the cache made (nothing else the directory holds)"
+    actions.add_parser("clear", help=cleared, description=_sentence(cleared))
     return parser
+
+
+def _sentence(help_text):
+    return help_text[0].upper() + help_text[1:] + "."
 
 
 def run(args):

@@ -1,4 +1,4 @@
-"""``elmo-tf client``: ELMo vectors from a server speaking TF Serving's gRPC protocol.
+"""``elmo-tf client``: fetch ELMo vectors from a server speaking TF Serving's gRPC protocol.
 
 Works against ``elmo-tf serve`` and against TF Serving itself (stock stubs only). The input is
 a file (one whitespace-tokenised sentence per line; ``-`` for stdin) or, when no such file
@@ -19,7 +19,7 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         "client",
         help="query a TF Serving-protocol server (elmo-tf serve or TF Serving)",
-        description=__doc__.split("\n\n")[0],
+        description="Fetch ELMo vectors from a server speaking TF Serving's gRPC protocol.",
     )
     parser.add_argument("input", metavar="FILE_OR_TEXT", help="sentence file, '-', or a sentence")
     parser.add_argument("--server", required=True, metavar="HOST:PORT", help="the gRPC address")

@@ -1,4 +1,4 @@
-"""``elmo-tf download NAME...``: published models into the cache ahead of use.
+"""``elmo-tf download NAME...``: download published models into the cache ahead of use.
 
 Fills the cache (``elmo_tf.presets.cache``) the way a first ``ELMo.from_preset(NAME)`` does,
 checking each file as the loader does, so that what is cached is known to load: a Docker image
@@ -17,7 +17,7 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         "download",
         help="download published models into the cache ahead of use",
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        description="Download published models into the cache ahead of use.",
     )
     parser.add_argument(
         "names",

@@ -18,7 +18,10 @@ from elmo_tf.models.settings import check_settings
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
-        "export", help="export a model as a SavedModel or a TFLite flatbuffer"
+        "export",
+        help="export a model as a SavedModel or a TFLite flatbuffer",
+        description="Export a model as a SavedModel or a TFLite flatbuffer "
+        "('elmo-tf export FORMAT --help' for each).",
     )
     formats = parser.add_subparsers(dest="format", metavar="FORMAT", required=True)
     _add_saved_model_parser(formats).set_defaults(export_run=run_saved_model)

@@ -21,7 +21,7 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         "serve",
         help="serve an exported model over TF Serving's gRPC and REST APIs",
-        description=__doc__.split("\n\n")[0],
+        description="Serve an exported model over TF Serving's gRPC and REST APIs.",
     )
     for field in dataclasses.fields(options.ServerOptions):
         if field.name == "batching":

@@ -90,7 +90,7 @@ class Embedder:
         self, sentences, batch_size, initial_state, return_state, token_cache_size, max_batch_tokens
     ):
         """``ELMo.embed``: every batch's outputs put back in the order of ``sentences``."""
-        sentences = _token_lists(sentences)
+        sentences = characters.token_lists(sentences)
         n = len(sentences)
         max_len = max((len(s) for s in sentences), default=0)
         result = {
@@ -119,7 +119,7 @@ class Embedder:
 
     def batches(self, sentences, batch_size, initial_state, token_cache_size, max_batch_tokens):
         """``ELMo.embed_batches``: the arguments checked at the call, then ``run``'s batches."""
-        sentences = _token_lists(sentences)
+        sentences = characters.token_lists(sentences)
         length_batches.check_max_batch_tokens(max_batch_tokens)
         if initial_state is not None:
             initial_state = LSTMState(*(np.asarray(s, np.float32) for s in initial_state))
@@ -162,11 +162,6 @@ class Embedder:
                     embeddings, lengths, initial_state[0][indices], initial_state[1][indices]
                 )
             yield indices, outputs
-
-
-def _token_lists(sentences):
-    """``sentences`` as lists of ``str`` tokens; a clear error names the first bad one."""
-    return [characters._as_token_list(s, i) for i, s in enumerate(sentences)]
 
 
 def _key_to_ids(key):

@@ -18,11 +18,15 @@ from elmo_tf import backend
 
 backend.require_tensorflow("serving")  # one line, before TensorFlow
 
+import grpc
 from tensorflow.core.framework import types_pb2
 
 from elmo_tf.characters import NUM_CHAR_IDS, split_tokens
-from elmo_tf.serving.errors import clip, invalid_argument
+from elmo_tf.serving.errors import ServingError, clip, invalid_argument
 from elmo_tf.serving.tensors import dtype_name
+
+# The inputs of the ``tokens`` signature (elmo_tf.export.saved_model_module).
+TOKENS_INPUTS = ("tokens", "sequence_len")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,9 +95,10 @@ class SignatureSpec:
         """Raises INVALID_ARGUMENT for an unknown or a missing input among ``aliases``."""
         for alias in aliases:
             if alias not in self.inputs:
+                hint = self._tokens_hint() if alias in TOKENS_INPUTS else ""
                 raise invalid_argument(
                     f"input '{clip(alias)}' is not an input of signature '{self.name}' "
-                    f"(inputs: {self._expected()})"
+                    f"(inputs: {self._expected()}){hint}"
                 )
         for alias in self.inputs:
             if alias not in aliases:
@@ -105,7 +110,28 @@ class SignatureSpec:
     def check_declared_shape(self, alias, shape, limits):
         """Checks the declared ``shape`` of input ``alias`` before its values are read: rank and
         fixed dimensions (INVALID_ARGUMENT), then ``limits`` (RESOURCE_EXHAUSTED)."""
-        limits.check_shape(alias, list(shape), self.inputs[alias].shape)
+        try:
+            limits.check_shape(alias, list(shape), self.inputs[alias].shape)
+        except ServingError as error:
+            if len(shape) == 2 and error.code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise invalid_argument(error.message + self._tokens_hint()) from None
+            raise
+
+    def _takes_sentences(self):
+        """Whether this is a sentence signature (``default``): one string input ``[batch]``."""
+        specs = list(self.inputs.values())
+        return (
+            len(specs) == 1 and specs[0].dtype == types_pb2.DT_STRING and specs[0].shape == (None,)
+        )
+
+    def _tokens_hint(self):
+        """Where token lists go, for a request that sends them to a sentence signature."""
+        if not self._takes_sentences():
+            return ""
+        return (
+            "; this signature takes whole sentences, one string each: send token lists to the "
+            '\'tokens\' signature ("signature_name": "tokens", inputs tokens and sequence_len)'
+        )
 
     def validate(self, inputs, limits=None):
         """Checks ``inputs`` (alias -> numpy array, dtypes already checked); returns the batch size.
@@ -121,9 +147,10 @@ class SignatureSpec:
             shape = inputs[alias].shape
             if spec.shape is not None:
                 if len(shape) != len(spec.shape):
+                    hint = self._tokens_hint() if len(shape) == 2 else ""
                     raise invalid_argument(
                         f"input '{alias}' must have rank {len(spec.shape)} "
-                        f"({spec.describe()}), got shape {list(shape)}"
+                        f"({spec.describe()}), got shape {list(shape)}{hint}"
                     )
                 for axis, (got, want) in enumerate(zip(shape, spec.shape)):
                     if want is not None and got != want:
