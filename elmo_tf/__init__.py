@@ -9,7 +9,8 @@
 ``import elmo_tf`` imports every public name, so its Keras classes (the layers, ``ELMo`` and
 ``ElmoLayer``) are registered and a ``.keras`` file holding them loads after this import alone.
 TensorFlow's harmless native start-up lines (oneDNN notice, CUDA probing on a machine without
-a GPU) are dropped while it starts; ``TF_CPP_MIN_LOG_LEVEL=0`` shows them.
+a GPU) are dropped while it starts, and its INFO lines always (``TF_CPP_MIN_LOG_LEVEL=1``
+where no level is set); ``TF_CPP_MIN_LOG_LEVEL=0`` shows them all.
 
 The model runs on the Keras backend ``KERAS_BACKEND`` names (``elmo_tf.backend``): on JAX or
 PyTorch, ``import elmo_tf`` and the model import no TensorFlow, and work where it is not

@@ -45,8 +45,9 @@ _HARMLESS_SOURCES = (
     b"tf_tfl_flatbuffer_helpers.cc",  # the TFLite converter's "Ignored output_format"
     b"add_port.cc",  # gRPC's bind failure, which the command reports in its own line
 )
-# Native messages that look alarming but only say which kernel runs.
-_HARMLESS_MESSAGES = (b"oneDNN supports DT_BOOL only on platforms with AVX-512",)
+# Native messages that look alarming but only say which kernel runs (oneDNN names a dtype it
+# leaves to Eigen: DT_BOOL, DT_INT64, ..., printed at error level even on AVX-512 CPUs).
+_HARMLESS_MESSAGE = re.compile(rb"oneDNN supports DT_[A-Z0-9]+ only on platforms with AVX-512")
 _HARMLESS_LINES = (
     b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
     b"To enable the following instructions:",  # cpu_feature_guard's second line
@@ -84,7 +85,7 @@ def is_noise(line):
         return False
     message = line[match.end() :]
     # Info lines never concern a user; warnings and errors only from the known sources.
-    if severity == b"I" or source in _HARMLESS_SOURCES or message.startswith(_HARMLESS_MESSAGES):
+    if severity == b"I" or source in _HARMLESS_SOURCES or _HARMLESS_MESSAGE.match(message):
         return True
     return source in _CUDA_SOURCES and not gpu_present()
 
@@ -119,10 +120,18 @@ def quiet():
     return filtered_stderr() if wanted() else contextlib.nullcontext()
 
 
+def hide_info_lines():
+    """Sets ``TF_CPP_MIN_LOG_LEVEL=1`` where the user set no level: TensorFlow's INFO lines
+    (a dataset's default buffer size, ...) concern no user; its warnings and errors still
+    show. Read at TensorFlow's first log line, so set before TensorFlow starts."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
 def start_tensorflow_quietly():
     """Imports TensorFlow and initialises its devices, dropping the harmless native lines."""
     if "tensorflow" in sys.modules and getattr(sys.modules["tensorflow"], "config", None):
         return
+    hide_info_lines()
     with quiet():
         import tensorflow as tf  # lazy: only when the public API is first needed
 
@@ -132,6 +141,7 @@ def start_tensorflow_quietly():
 def start_keras_quietly():
     """Imports Keras, and TensorFlow where it is Keras's backend (``start_tensorflow_quietly``),
     dropping the harmless native lines; another backend imports no TensorFlow."""
+    hide_info_lines()
     with quiet():
         import keras  # lazy: only when the public API is first needed
 

@@ -27,6 +27,8 @@ NATIVE_NOISE = [
     "CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
     "E0000 00:00:1795431501.418101    6295 util.cc:131] oneDNN supports DT_BOOL only on platforms "
     "with AVX-512. Falling back to the default Eigen-based implementation if present.",
+    "E0000 00:00:1795431501.418101    6295 util.cc:131] oneDNN supports DT_INT64 only on platforms "
+    "with AVX-512. Falling back to the default Eigen-based implementation if present.",
     "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",
 ]
 KEPT = [
@@ -129,6 +131,43 @@ def test_filter_drops_noise_written_to_file_descriptor_2():
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == KEPT + ["python's own stderr", "after"]
+
+
+def test_output_into_a_closed_pipe_ends_quietly():
+    """`elmo-tf client ... | head`: once the reader has gone, the command stops without a word,
+    with SIGPIPE's status; a broken pipe that is not standard output is still reported."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from elmo_tf.cli import download, main
+
+        def run(args):
+            if args.names == ["socket"]:
+                raise BrokenPipeError(32, "Broken pipe")  # a connection, stdout still open
+            while True:
+                print("x" * 1000)
+
+        download.run = run
+        main.console_main(["download", sys.argv[1]])
+        """
+    )
+    for name, status, err in [("stdout", 141, ""), ("socket", 1, "error: Broken pipe")]:
+        process = subprocess.Popen(
+            [sys.executable, "-c", script, name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        if name == "stdout":
+            process.stdout.read(5000)  # the reader takes what it wants, then goes
+            process.stdout.close()
+        else:
+            assert process.stdout.read() == ""
+        stderr = process.stderr.read()
+        assert process.wait(timeout=120) == status, stderr
+        assert err in stderr and "Traceback" not in stderr, stderr
+        if not err:
+            assert stderr == ""
 
 
 def _cli(*argv, env_extra=None):

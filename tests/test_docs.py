@@ -179,6 +179,10 @@ NATIVE_LINE = re.compile(
 )
 
 
+# A block that imports the package (which keeps TensorFlow's start-up quiet).
+USES_ELMO_TF = re.compile(r"^\s*(?:import|from) elmo_tf\b", re.MULTILINE)
+
+
 class Session:
     """A group of documents that start from the same files (the same ``SETUP``): one
     directory, one Python process that runs their python blocks and their ``elmo-tf``
@@ -236,7 +240,7 @@ class Session:
             timeout=BLOCK_TIMEOUT,
         )
         assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-4000:])
-        if "import elmo_tf" in code:  # Python as a user runs it: no native log line
+        if USES_ELMO_TF.search(code):  # Python as a user runs it: no native log line
             native = NATIVE_LINE.findall(done.stderr)
             assert not native, f"native log lines on stderr: {native}"
         return done.stdout

@@ -138,7 +138,9 @@ def test_errors_that_cannot_heal_are_not_retried(mirror, monkeypatch):
     message = str(e.value)
     assert len(attempts) == 1 and "\n" not in message
     assert message.startswith("http://nosuchhost.invalid/elmo/2x1024_128_2048cnn_1xhighway/")
-    assert "the host name does not resolve" in message and "ELMO_TF_OFFLINE=1" in message
+    assert "the host name does not resolve" in message
+    # the options file came before the 404: what to do is to use that address again
+    assert f"the cache holds the same file for {mirror.base_url}" in message
 
 
 def test_a_server_that_compresses_although_asked_not_to(mirror, small_official_files):
@@ -182,6 +184,22 @@ def test_no_network(mirror, monkeypatch):
     message = str(e.value)
     assert "the connection was refused ([Errno 111] Connection refused)" in message, message
     assert "\n" not in message and "HTTPConnection" not in message
+    assert "check the address and the network" in message
+    assert "ELMO_TF_OFFLINE" not in message  # nothing is cached: offline cannot help
+
+
+def test_a_failed_download_names_the_copy_cached_under_another_address(mirror, monkeypatch):
+    """A new shell, another (here unreachable) base URL: the failure says where the model is
+    cached and which variable to set, at the first try (it used to say so only offline)."""
+    elmo_tf.ELMo.from_preset("small")  # cached under the mirror's URL
+    monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", "http://127.0.0.1:9/elsewhere")
+    monkeypatch.setattr(cache, "RETRIES", 0)
+    with pytest.raises(cache.DownloadError) as e:
+        elmo_tf.ELMo.from_preset("small")
+    message = str(e.value)
+    assert "the connection was refused" in message
+    assert f"the cache holds the same file for {mirror.base_url}" in message
+    assert "set ELMO_TF_MODEL_BASE_URL as it was set" in message and "\n" not in message
 
 
 def test_a_cache_directory_that_cannot_be_made(mirror, monkeypatch, tmp_path):

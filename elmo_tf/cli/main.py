@@ -20,6 +20,8 @@ import contextlib
 import importlib
 import os
 import re
+import select
+import signal
 import sys
 
 from elmo_tf import __version__, environment, native_logs
@@ -146,6 +148,11 @@ def _report(error, fail, as_command):
     stopped = stop_signals.received() or stop_signals.signal_of(error)
     if stopped is not None:
         return fail(stop_signals.MESSAGE[stopped], status=stop_signals.STATUS[stopped])
+    if isinstance(error, BrokenPipeError) and as_command and _stdout_reader_gone():
+        # `elmo-tf client ... | head`: the reader has what it wanted. Stop quietly, as a
+        # process killed by SIGPIPE does, and keep the interpreter's last flush from failing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     if isinstance(error, OutputFileError):
         status = fail(error)
         if as_command:
@@ -161,6 +168,16 @@ def _report(error, fail, as_command):
         where = f"{error.filename}: " if error.filename else ""
         return fail(f"{where}{error.strerror or error}")
     raise error
+
+
+def _stdout_reader_gone():
+    """Whether standard output is a pipe (or socket) whose reading end has closed."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+    except (AttributeError, OSError, ValueError):  # no file descriptor: replaced or closed
+        return False
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 if __name__ == "__main__":

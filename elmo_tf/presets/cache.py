@@ -61,10 +61,6 @@ RECORD_SUFFIX = ".json"
 LOCK_NAME = ".lock"
 _ENTRY_KEY_LENGTH = 24  # hex digits of the URL's SHA-256 naming an entry's directory
 _HASH_CHUNK = 1 << 20
-WHAT_TO_DO = (
-    f"check the address and the network, point {BASE_URL_VARIABLE} at a mirror "
-    f"(docs/models.md), or use a cached copy with {OFFLINE_VARIABLE}=1"
-)
 
 
 class DownloadError(ElmoError, OSError):
@@ -167,13 +163,28 @@ def _offline_message(url, what, path, fetch_command):
         f"forbids downloading it: run {how} without {OFFLINE_VARIABLE}, where the network is "
         "reachable"
     )
-    elsewhere = [e.url for e in entries() if _same_file(e.url, url)]
-    if elsewhere:
-        message += (
-            f"; the cache holds the same file for {elsewhere[0]} (the cache is keyed by URL): "
-            f"set {BASE_URL_VARIABLE} as it was set when it was downloaded"
-        )
+    if elsewhere := _cached_elsewhere(url):
+        message += f"; {elsewhere}"
     return message
+
+
+def _cached_elsewhere(url):
+    """Where the cache holds ``url``'s file under another base URL, and what to do, or ``""``."""
+    urls = [e.url for e in entries() if _same_file(e.url, url)]
+    if not urls:
+        return ""
+    return (
+        f"the cache holds the same file for {urls[0]} (the cache is keyed by URL): set "
+        f"{BASE_URL_VARIABLE} as it was set when it was downloaded"
+    )
+
+
+def _what_to_do(url):
+    """After a failed download: the cached copy under another base URL, or the network."""
+    return _cached_elsewhere(url) or (
+        f"check the address and the network, or point {BASE_URL_VARIABLE} at a mirror "
+        "(docs/models.md)"
+    )
 
 
 def _same_file(a, b):
@@ -483,12 +494,12 @@ def _failure(url, what, error, progress):
     response = getattr(error, "response", None)
     if isinstance(error, requests.exceptions.HTTPError) and response is not None:
         status = f"HTTP {response.status_code} {response.reason or ''}".strip()
-        advice = (
-            "the file is not at this address (a mirror keeps AllenNLP's folder and file names: "
-            "docs/models.md)"
-            if response.status_code == 404
-            else WHAT_TO_DO
-        )
+        advice = _what_to_do(url)
+        if response.status_code == 404:
+            advice = _cached_elsewhere(url) or (
+                "the file is not at this address (a mirror keeps AllenNLP's folder and file "
+                "names: docs/models.md)"
+            )
         return f"{public_url(url)}: cannot download {what}: {status}; {advice}"
     if progress.stalled or isinstance(error, requests.exceptions.ReadTimeout):
         reason = f"no data, or less than {STALL_BYTES // 1024} KiB, for {READ_TIMEOUT} s"
@@ -502,7 +513,7 @@ def _failure(url, what, error, progress):
             "dns": f"the host name does not resolve ({detail})",
             "refused": f"the connection was refused ({detail})",
         }.get(kind, detail)
-    return f"{public_url(url)}: cannot download {what}: {reason}; {WHAT_TO_DO}"
+    return f"{public_url(url)}: cannot download {what}: {reason}; {_what_to_do(url)}"
 
 
 def _root_cause(error):
