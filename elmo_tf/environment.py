@@ -21,7 +21,7 @@ what it may be. ``value(name)`` reads one, checked the same way.
 
 import os
 
-from elmo_tf import checks
+from elmo_tf import checks, urls
 from elmo_tf.errors import ElmoError
 
 PREFIX = "ELMO_TF_"
@@ -39,10 +39,11 @@ def _text(name, text):
 
 
 def _url(name, text):
-    if text and not text.lower().startswith(("http://", "https://")):
-        raise EnvironmentVariableError(
-            f"{name} must be an http:// or https:// URL, got {text[:80]!r}"
-        )
+    shown = repr(urls.public_url(text)[:80])
+    if text and not urls.is_url(text):
+        raise EnvironmentVariableError(f"{name} must be an http:// or https:// URL, got {shown}")
+    if text and (problem := urls.problem(text)):
+        raise EnvironmentVariableError(f"{name} is not a usable URL ({problem}): {shown}")
     return text
 
 

@@ -108,6 +108,10 @@ def test_the_console_script_runs_each_command(command, tmp_path):
         ("ELMO_TF_OFFLINE", "maybe", "ELMO_TF_OFFLINE must be one of 1, true, yes, 0"),
         ("ELMO_TF_MAX_LAYERS", "lots", "ELMO_TF_MAX_LAYERS must be a positive integer"),
         ("ELMO_TF_OFLINE", "1", "did you mean 'ELMO_TF_OFFLINE'?"),
+        # a URL is shown without its user and password, and an unusable one is named
+        ("ELMO_TF_MODEL_BASE_URL", "ftp://al:S3CRET@h/x", "URL, got 'ftp://h/x'"),
+        ("ELMO_TF_MODEL_BASE_URL", "http://al:S3CRET@h:99999", "(Port out of range 0-65535)"),
+        ("ELMO_TF_MODEL_BASE_URL", "http://[::1", "is not a usable URL (Invalid IPv6 URL)"),
     ],
 )
 def test_every_environment_variable_is_checked_at_start_up(variable, value, message, tmp_path):
@@ -127,4 +131,4 @@ def test_every_environment_variable_is_checked_at_start_up(variable, value, mess
     assert done.returncode == 1
     (line,) = done.stderr.splitlines()
     assert line.startswith("elmo-tf embed: error: ") and message in line, line
-    assert "\x1b" not in line and not (tmp_path / "out.hdf5").exists()
+    assert "\x1b" not in line and "S3CRET" not in line and not (tmp_path / "out.hdf5").exists()

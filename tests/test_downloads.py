@@ -5,6 +5,7 @@ weights in the ``small`` shape), through ``ELMO_TF_MODEL_BASE_URL``, with a cach
 """
 
 import os
+import pathlib
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import elmo_tf
+from elmo_tf import urls
 from elmo_tf.cli.main import main
 from elmo_tf.errors import ElmoError, OptionsError, WeightFileError
 from elmo_tf.presets import cache, published
@@ -338,15 +340,30 @@ def test_cache_clear_removes_only_what_the_cache_made(mirror, tmp_path, monkeypa
     monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(home))
     elmo_tf.ELMo.from_preset("small")
     assert len(cache.entries()) == 2
+    # a user's files inside an entry's directory are not the cache's either
+    entry = pathlib.Path(cache.entries()[0].path).parent
+    (entry / "precious.txt").write_text("mine", encoding="utf-8")
+    (entry / "mydir").mkdir()
+    (entry / "mydir" / "p2").write_text("mine", encoding="utf-8")
     assert main(["cache", "clear"]) == 0
-    assert "removed 2 cache entries" in capsys.readouterr().out
-    assert cache.entries() == []
+    out = capsys.readouterr().out
+    assert "removed 1 cache entry" in out, out
+    assert f"kept {entry}: it holds files the cache did not make" in out
+    assert cache.entries() == [] and sorted(os.listdir(entry)) == ["mydir", "precious.txt"]
+    assert (entry / "mydir" / "p2").read_text(encoding="utf-8") == "mine"
     assert sorted(p.name for p in home.iterdir()) == ["files", "notes", "report.hdf5"]
     assert (home / "notes" / "todo.txt").read_text(encoding="utf-8") == "mine"
-    assert os.listdir(home / "files") == ["my-own-file"]
-    # and a cache directory that is a regular file: nothing removed, nothing to clear
+    assert sorted(os.listdir(home / "files")) == [entry.name, "my-own-file"]
+    # so does cache remove
+    elmo_tf.ELMo.from_preset("small")
+    assert main(["cache", "remove", "small"]) == 0
+    assert f"kept {entry}: it holds files the cache did not make" in capsys.readouterr().out
+    assert cache.entries() == [] and sorted(os.listdir(entry)) == ["mydir", "precious.txt"]
+    # and a cache directory that is a regular file: named, nothing removed
     monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(home / "report.hdf5"))
-    assert main(["cache", "clear"]) == 0
+    for action in ("clear", "list"):
+        assert main(["cache", action]) == 1
+        assert "report.hdf5 is not a directory" in capsys.readouterr().err
     assert (home / "report.hdf5").read_bytes() == b"mine too"
 
 
@@ -385,6 +402,10 @@ def test_credentials_in_the_mirror_url_are_never_shown_or_stored(mirror, monkeyp
     assert main(["cache", "list"]) == 0
     printed = "".join(capfd.readouterr())
     assert "downloading" in printed and "alice" not in printed and "s3cret" not in printed
+    # the files are named as the published model's, with or without the credentials
+    assert sum(line.startswith("small\t") for line in printed.splitlines()) == 2, printed
+    assert main(["cache", "remove", f"{user_url}/nothing.json"]) == 0
+    assert capfd.readouterr().out == f"not cached: {mirror.base_url}/nothing.json\n"
     for entry in cache.entries():
         record = entry.record_path
         assert "s3cret" not in open(record, encoding="utf-8").read()
@@ -471,3 +492,20 @@ def test_a_model_name_that_is_also_a_directory_means_the_model(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert elmo_tf.ELMo.from_preset("./small").config.projection_dim == 16
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("http://alice:pw@127.0.0.1:99999/x", "http://127.0.0.1:99999/x"),  # port out of range
+        ("http://al:pw@[::1/x", "http://[::1/x"),  # an IPv6 address never closed
+        ("https://a@b@Host.example/p?q=@", "https://Host.example/p?q=@"),  # the last @ ends it
+        ("http://host/path@x", "http://host/path@x"),  # an @ past the host is the path's
+    ],
+)
+def test_a_url_is_shown_without_credentials_whatever_it_holds(url, shown):
+    """It used to parse the URL first: an invalid port or address was a traceback."""
+    assert urls.public_url(url) == shown
+    assert cache.is_url(url) and (urls.problem(url) is None) == (
+        "99999" not in url and "[" not in url
+    )

@@ -496,6 +496,19 @@ def test_dump_weights_loads_with_load_pretrained(corpus_file, tmp_path, capsys, 
     assert status == 1 and "is a training run directory; dump-weights would replace" in err
     assert (ckpt / "options.json").read_bytes() == options
     assert not (ckpt / "weights.hdf5").exists()
+    # a directory holding another model's files: refused unless --overwrite, before any work
+    weights = (out / "weights.hdf5").read_bytes()
+    (out / "weights.hdf5").write_bytes(b"another model")
+    status, _, err = run_cli(["dump-weights", ckpt, out], capsys)
+    assert status == 1 and f"{out}: already holds options.json, weights.hdf5, vocab" in err
+    assert (out / "weights.hdf5").read_bytes() == b"another model"
+    assert run_cli(["dump-weights", ckpt, out, "--overwrite"], capsys)[0] == 0
+    assert (out / "weights.hdf5").read_bytes() == weights
+    # an OUTDIR (or a --checkpoint-dir) that is a file is named as such, not "File exists"
+    status, _, err = run_cli(["dump-weights", ckpt, held_out], capsys)
+    assert status == 1 and f"{held_out}: exists and is not a directory" in err
+    status, _, err = run_cli(["train", held_out, "--checkpoint-dir", held_out], capsys)
+    assert status == 1 and f"{held_out}: exists and is not a directory" in err
     # a run directory holding a dump (copied in by hand): evaluate does not guess which
     shutil.copy(out / "weights.hdf5", ckpt / "weights.hdf5")
     shutil.copy(out / "softmax.hdf5", ckpt / "softmax.hdf5")

@@ -7,6 +7,8 @@ the directory may hold other files). The cache is ``ELMO_TF_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/elmo_tf``, else ``~/.cache/elmo_tf``.
 """
 
+import os
+
 from elmo_tf.cli.common import CommandError
 from elmo_tf.presets import cache, published
 
@@ -33,11 +35,18 @@ def _sentence(help_text):
 
 
 def run(args):
+    root = cache.cache_dir()
+    if os.path.lexists(root) and not os.path.isdir(root):
+        raise CommandError(
+            f"{root} is not a directory: set {cache.CACHE_VARIABLE} to the cache's directory"
+        )
     if args.action == "list":
         return _list()
     if args.action == "clear":
-        count = cache.clear()
+        count, kept = cache.clear()
         print(f"removed {count} cache entr{'y' if count == 1 else 'ies'} from {cache.files_dir()}")
+        for directory in kept:
+            print(f"kept {directory}: it holds files the cache did not make")
         return 0
     urls = []
     for target in args.targets:
@@ -52,7 +61,10 @@ def run(args):
                 "nor an http(s):// URL"
             )
     for url in urls:
-        print(f"{'removed' if cache.remove(url) else 'not cached'}: {url}")
+        existed, kept = cache.remove(url)
+        print(f"{'removed' if existed else 'not cached'}: {cache.public_url(url)}")
+        if kept:
+            print(f"kept {kept}: it holds files the cache did not make")
     return 0
 
 
@@ -60,7 +72,7 @@ def _list():
     names = {}
     for name in sorted(published.MODELS):
         for url in published.MODELS[name].urls():
-            names[url] = name
+            names[cache.public_url(url)] = name  # as the cache records it
     entries = cache.entries()
     stale = cache.stale_files()
     print(f"cache: {cache.cache_dir()} ({len(entries)} files)")

@@ -9,7 +9,7 @@ bilm-tf), ``vocab.txt`` and ``softmax.hdf5`` (``softmax/W`` ``(V, P)``, ``softma
 
 import sys
 
-from elmo_tf.training.run_directory import find_checkpoint
+from elmo_tf.training.run_directory import check_dump_directory, find_checkpoint
 
 
 def add_parser(subparsers):
@@ -25,6 +25,11 @@ def add_parser(subparsers):
     parser.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint directory or prefix")
     parser.add_argument("outdir", metavar="OUTDIR", help="directory to write (created)")
     parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the files OUTDIR already holds (else such an OUTDIR is refused)",
+    )
+    parser.add_argument(
         "--softmax-float16",
         action="store_true",
         help="store softmax.hdf5 in float16: half the size, perplexity within rounding",
@@ -33,11 +38,15 @@ def add_parser(subparsers):
 
 
 def run(args):
-    find_checkpoint(args.checkpoint)  # before TensorFlow: the run and its checkpoint exist
+    # before TensorFlow: the run and its checkpoint exist, and OUTDIR can take the files
+    find_checkpoint(args.checkpoint)
+    check_dump_directory(args.outdir, args.overwrite)
     from elmo_tf.training.checkpoints import dump_weights  # lazy: restoring needs TensorFlow
 
     dtype = "float16" if args.softmax_float16 else "float32"
-    outdir, step = dump_weights(args.checkpoint, args.outdir, softmax_dtype=dtype)
+    outdir, step = dump_weights(
+        args.checkpoint, args.outdir, softmax_dtype=dtype, overwrite=args.overwrite
+    )
     print(
         f"{outdir}: options.json, weights.hdf5, vocab.txt, softmax.hdf5 (step {step})",
         file=sys.stderr,

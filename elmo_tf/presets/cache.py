@@ -37,6 +37,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import socket
 import stat
 import sys
@@ -44,8 +45,9 @@ import threading
 import time
 import urllib.parse
 
-from elmo_tf import environment, files
+from elmo_tf import environment, files, urls
 from elmo_tf.errors import ElmoError
+from elmo_tf.urls import is_url, public_url  # noqa: F401 (cache.is_url, cache.public_url)
 
 CACHE_VARIABLE = "ELMO_TF_CACHE_DIR"
 OFFLINE_VARIABLE = "ELMO_TF_OFFLINE"
@@ -90,23 +92,6 @@ def offline():
     return environment.value(OFFLINE_VARIABLE)
 
 
-def is_url(path):
-    """Whether ``path`` is an ``http://`` or ``https://`` URL (what ``fetch`` downloads)."""
-    return isinstance(path, str) and path.lower().startswith(("http://", "https://"))
-
-
-def public_url(url):
-    """``url`` without a user or password: how it is shown, recorded and keyed."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 address
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port is not None else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
 @dataclasses.dataclass(frozen=True)
 class Entry:
     """A cached file: ``path``, and its record (``url``, ``size``, ``sha256``, ``downloaded``)."""
@@ -124,6 +109,8 @@ class Entry:
 
 def entry_path(url):
     """Where ``url``'s file lives in the cache (whether or not it is there)."""
+    if problem := urls.problem(url):
+        raise DownloadError(f"{public_url(url)}: not a usable URL ({problem})")
     url = public_url(url)
     name = os.path.basename(urllib.parse.urlsplit(url).path) or "file"
     key = hashlib.sha256(url.encode("utf-8")).hexdigest()[:_ENTRY_KEY_LENGTH]
@@ -289,8 +276,8 @@ def entries():
 
 def stale_files():
     """``[(path, bytes)]`` of files in the entries that belong to no complete entry: the
-    temporary file of a download that was killed, a file whose record is missing. The next
-    fetch of the entry removes them; ``remove`` and ``clear`` too."""
+    temporary file of a download that was killed, a model file whose record is missing. The
+    next fetch of the entry removes them; ``remove`` and ``clear`` too."""
     stale = []
     for directory in _entry_directories():
         for path in _stale_in(directory):
@@ -299,15 +286,36 @@ def stale_files():
     return stale
 
 
-def _stale_in(directory):
+# What the cache writes in an entry directory besides a file and its record: pooch's download
+# temporary (tempfile's "tmp" and 8 characters), the record's own temporary (elmo_tf.files),
+# and a model file whose record a killed download never wrote.
+_OWN_TEMPORARY = re.compile(r"tmp[a-z0-9_]{8}|\..+\.\d+-[0-9a-f]{8}\.tmp")
+_MODEL_FILE_SUFFIXES = (".json", ".hdf5", ".h5")
+
+
+def _own_files(directory):
+    """``(complete, stale)``: the names in an entry directory that the cache made, those of
+    its complete entry (file, record, lock) and those of no complete entry. Anything else (a
+    directory, a link, a file of another kind) is not the cache's, and is left alone."""
     names = set(os.listdir(directory))
-    kept = {LOCK_NAME}
+    complete = {LOCK_NAME} & names
     for name in names:
         if name.endswith(RECORD_SUFFIX) and read_entry(
             os.path.join(directory, name[: -len(RECORD_SUFFIX)])
         ):
-            kept |= {name, name[: -len(RECORD_SUFFIX)]}
-    return [os.path.join(directory, name) for name in sorted(names - kept)]
+            complete |= {name, name[: -len(RECORD_SUFFIX)]}
+    stale = {
+        name
+        for name in names - complete
+        if os.path.isfile(os.path.join(directory, name))
+        and not os.path.islink(os.path.join(directory, name))
+        and (_OWN_TEMPORARY.fullmatch(name) or name.endswith(_MODEL_FILE_SUFFIXES))
+    }
+    return complete, stale
+
+
+def _stale_in(directory):
+    return [os.path.join(directory, name) for name in sorted(_own_files(directory)[1])]
 
 
 def _remove_stale(directory):
@@ -315,32 +323,49 @@ def _remove_stale(directory):
         files.remove(path)
 
 
+def _remove_entry(directory):
+    """Removes what the cache made in an entry directory, then the directory if that leaves
+    it empty; returns whether it is gone (files the cache did not make keep it)."""
+    complete, stale = _own_files(directory)
+    for name in sorted(complete | stale):
+        files.remove(os.path.join(directory, name))
+    try:
+        os.rmdir(directory)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 def remove(url):
-    """Removes ``url``'s entry (file, record, lock, stale files); returns whether there was
-    one."""
+    """Removes ``url``'s entry (file, record, lock, stale files); returns ``(existed,
+    kept)``: whether there was one, and its directory if files the cache did not make keep
+    it (they are left alone)."""
     directory = os.path.dirname(entry_path(url))
-    existed = os.path.isdir(directory)
-    files.remove(directory)
-    return existed
+    if not os.path.isdir(directory) or os.path.islink(directory):
+        return False, None
+    return True, (None if _remove_entry(directory) else directory)
 
 
 def clear():
-    """Removes every entry the cache made, and ``files/`` if it is then empty; returns how
-    many entries. Nothing else in the cache directory is touched: ``ELMO_TF_CACHE_DIR`` may
-    name a directory that holds other files (the working directory, a home directory)."""
-    removed = _entry_directories()
-    for directory in removed:
-        files.remove(directory)
+    """Removes every entry the cache made, and ``files/`` if it is then empty; returns
+    ``(removed, kept)``: how many entries, and the entry directories that files the cache did
+    not make keep (those files are left alone). Nothing else in the cache directory is
+    touched: ``ELMO_TF_CACHE_DIR`` may name a directory that holds other files (the working
+    directory, a home directory)."""
+    directories = _entry_directories()
+    kept = [d for d in directories if not _remove_entry(d)]
     with contextlib.suppress(OSError):
         os.rmdir(files_dir())  # only if empty
-    return len(removed)
+    return len(directories) - len(kept), kept
 
 
 def discard(path):
     """Removes the entry holding the cached file ``path`` (a file found unusable), if any."""
     directory = os.path.dirname(os.path.abspath(path))
     if os.path.dirname(directory) == files_dir() and _is_entry_key(os.path.basename(directory)):
-        files.remove(directory)
+        _remove_entry(directory)
 
 
 def _make_directory(directory):

@@ -18,12 +18,11 @@ from elmo_tf.training.run_directory import (
     OPTIONS_FILE,
     SOFTMAX_FILE,
     STATE_FILE,
-    TRAINING_OPTIONS_FILE,
     VOCAB_FILE,
     WEIGHTS_FILE,
+    check_dump_directory,
     checkpoint_files,
     find_checkpoint,
-    holds_checkpoints,
     read_run,
 )
 from elmo_tf.training.softmax_file import save_softmax
@@ -270,18 +269,14 @@ def restore_language_model(path):
     return model, vocabulary, int(step.numpy())
 
 
-def dump_weights(checkpoint, outdir, softmax_dtype="float32"):
+def dump_weights(checkpoint, outdir, softmax_dtype="float32", overwrite=False):
     """Writes a checkpoint's biLM as official files: ``options.json`` (``n_characters``
     262, the inference value), ``weights.hdf5`` (bilm-tf's layout), ``vocab.txt`` and
     ``softmax.hdf5`` (in ``softmax_dtype``, see :func:`save_softmax`), each replaced
-    atomically. Returns ``(outdir, step)``.
+    atomically; ``outdir`` must hold none of them unless ``overwrite``
+    (``run_directory.check_dump_directory``). Returns ``(outdir, step)``.
     """
-    if holds_checkpoints(outdir) or os.path.exists(os.path.join(outdir, TRAINING_OPTIONS_FILE)):
-        raise CheckpointError(
-            f"{outdir}: is a training run directory; dump-weights would replace its "
-            f"{OPTIONS_FILE} and {VOCAB_FILE} (and evaluate could not tell the dump from its "
-            "checkpoints): choose another output directory"
-        )
+    check_dump_directory(outdir, overwrite)
     model, vocabulary, step = restore_language_model(checkpoint)
     os.makedirs(outdir, exist_ok=True)
     config = dataclasses.replace(model.config, n_characters=262)

@@ -16,6 +16,7 @@ Example:
 """
 
 import dataclasses
+import os
 
 from elmo_tf import presets
 from elmo_tf.config import ElmoConfig
@@ -117,6 +118,10 @@ def plan_training(
             f"{', '.join(ARCHITECTURE_SETTINGS)}"
         )
     files = list(files or [])
+    if os.path.lexists(checkpoint_dir) and not os.path.isdir(checkpoint_dir):
+        raise TrainingPlanError(
+            f"{checkpoint_dir}: exists and is not a directory: choose a checkpoint directory"
+        )
     # The checkpoint files, not only the state file: either may be there without the other.
     has_checkpoint = run_directory.holds_checkpoints(checkpoint_dir)
     if resume:

@@ -44,6 +44,29 @@ MAX_TRAINING_OPTIONS_BYTES = 64 << 20
 _CHECKPOINT_FILE = re.compile(r"ckpt-(\d+)\.(?:index|data-\d+-of-\d+)")
 
 
+DUMP_FILES = (OPTIONS_FILE, WEIGHTS_FILE, VOCAB_FILE, SOFTMAX_FILE)  # what dump-weights writes
+
+
+def check_dump_directory(outdir, overwrite=False):
+    """Raises ``CheckpointError`` unless ``outdir`` can take a dump (``DUMP_FILES``): a
+    directory (or none yet) that is no training run, and holds none of those files unless
+    ``overwrite`` (another model's files are not replaced by surprise)."""
+    if os.path.lexists(outdir) and not os.path.isdir(outdir):
+        raise CheckpointError(f"{outdir}: exists and is not a directory: choose a directory")
+    if holds_checkpoints(outdir) or os.path.lexists(os.path.join(outdir, TRAINING_OPTIONS_FILE)):
+        raise CheckpointError(
+            f"{outdir}: is a training run directory; dump-weights would replace its "
+            f"{OPTIONS_FILE} and {VOCAB_FILE} (and evaluate could not tell the dump from its "
+            "checkpoints): choose another output directory"
+        )
+    present = [n for n in DUMP_FILES if os.path.lexists(os.path.join(outdir, n))]
+    if present and not overwrite:
+        raise CheckpointError(
+            f"{outdir}: already holds {', '.join(present)}: dump into a new directory, or "
+            "give --overwrite to replace them"
+        )
+
+
 def checkpoint_files(directory):
     """``{N: [file names]}`` of the ``ckpt-N`` files (index, data shards) in ``directory``."""
     try:
