@@ -275,3 +275,21 @@ def test_a_beam_job_prints_only_its_own_lines(tmp_path):
         return options["default_sdk_harness_log_level"]
 
     assert (level(False), level(True)) == ("ERROR", "INFO")
+
+
+def test_a_model_name_that_is_not_one_says_what_was_meant(tmp_path, capsys):
+    """A misspelt name gets its "did you mean"; the bundled model is not downloaded."""
+    from elmo_tf.cli.main import main
+
+    source = tmp_path / "in.txt"
+    source.write_text("a b\n", encoding="utf-8")
+    for argv, fragment in [
+        (["download", "smal"], "unknown model 'smal'; published models: full,"),
+        (["download", "smal"], "; did you mean 'small'?"),
+        (["download", "sotu"], "'sotu' is bundled with the package: nothing to download"),
+        (["embed", source, tmp_path / "o.hdf5", "--model", "orignal"], "did you mean 'original'?"),
+    ]:
+        assert main([str(a) for a in argv]) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and fragment in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "o.hdf5").exists()

@@ -73,6 +73,16 @@ def test_from_preset_loads_bundled_models_directories_and_architectures(tmp_path
         elmo_tf.ELMo.from_preset(directory)
     with pytest.raises(ValueError, match="'nope' is neither the bundled model"):
         elmo_tf.ELMo.from_preset("nope")
+    # files that are there but cannot be read are named as what they are, not as missing
+    (directory / "weights.hdf5").write_bytes(pathlib.Path(weights).read_bytes())
+    (directory / "options.json").unlink()
+    os.mkfifo(directory / "options.json")
+    with pytest.raises(ValueError, match=r"options.json: is a named pipe, not an options file"):
+        elmo_tf.ELMo.from_preset(directory)
+    (directory / "options.json").unlink()
+    (directory / "options.json").symlink_to(tmp_path / "gone.json")
+    with pytest.raises(ValueError, match=r"options.json: options file not found"):
+        elmo_tf.ELMo.from_preset(directory)
 
 
 def test_shipped_files_stay_small_and_evaluate_alone(tmp_path, capsys):

@@ -315,6 +315,12 @@ REST_CASES = {
         413,
         "pads to 6 rows x 11 tokens, over the limit of 64 (max_request_tokens)",
     ),
+    "a b64 string that is not base64": (
+        {"instances": [{"b64": "!!!!"}]},
+        {},
+        400,
+        "input 'sentences' holds {'b64': '!!!!'}, whose \"b64\" is not base64 (",
+    ),
     "ragged deep JSON for a rank-1 input": (
         {"instances": [[[[["a"]]]]]},
         {},

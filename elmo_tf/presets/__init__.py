@@ -16,7 +16,7 @@ given none.
 import os
 import warnings
 
-from elmo_tf import weight_file
+from elmo_tf import checks, untrusted_files, weight_file
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import OptionsError, PresetError, WeightFileError
 from elmo_tf.options_file import MAX_OPTIONS_BYTES
@@ -81,6 +81,7 @@ def preset_files(name_or_dir, download=True):
         f"{name!r} is neither the bundled model ({', '.join(sorted(bundled.BUNDLED_MODELS))}), "
         f"a published model ({', '.join(published.names())}) nor a directory with "
         f"{bundled.OPTIONS_FILE} and {bundled.WEIGHTS_FILE}"
+        + checks.did_you_mean(name, [*bundled.BUNDLED_MODELS, *published.names()])
     )
 
 
@@ -186,11 +187,14 @@ WEIGHT_FILE_NAMES = (bundled.WEIGHTS_FILE, "model.hdf5")
 def _directory_files(directory):
     options = os.path.join(directory, bundled.OPTIONS_FILE)
     weights = [os.path.join(directory, f) for f in WEIGHT_FILE_NAMES]
-    found = [w for w in weights if os.path.isfile(w)]
-    if not os.path.isfile(options) or not found:
-        missing = [options] if not os.path.isfile(options) else []
+    found = [w for w in weights if os.path.lexists(w)]
+    if not os.path.lexists(options) or not found:
+        missing = [] if os.path.lexists(options) else [options]
         missing += [] if found else [" or ".join(weights)]
         raise PresetError(f"{directory}: a model directory needs {', '.join(missing)}")
+    # there, but perhaps no file to read (a pipe, a device, a directory, a dangling link)
+    untrusted_files.check_readable(options, "options file", PresetError)
+    untrusted_files.check_readable(found[0], "weight file", PresetError)
     return options, found[0]
 
 

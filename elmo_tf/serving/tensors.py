@@ -124,6 +124,10 @@ def from_json(value, alias, dtype_enum, check_shape=None):
                 raise invalid_argument(f"input '{alias}' is ragged: every row needs one length")
             try:
                 flat.append(convert(v))
+            except _InvalidBase64 as e:
+                raise invalid_argument(
+                    f"input '{alias}' holds {v!r:.40}, whose \"b64\" is not base64 ({e})"
+                ) from None
             except (TypeError, ValueError):
                 raise invalid_argument(
                     f"input '{alias}' must hold {dtype_name(dtype_enum)} values, got {v!r:.40}"
@@ -189,6 +193,10 @@ def json_pieces(value):
         yield json.dumps(value)
 
 
+class _InvalidBase64(ValueError):
+    """A ``{"b64": ...}`` value whose text does not decode."""
+
+
 def _json_bytes(v):
     if isinstance(v, str):
         return v.encode("utf-8")
@@ -196,7 +204,7 @@ def _json_bytes(v):
         try:
             return base64.b64decode(v["b64"], validate=True)
         except binascii.Error as e:
-            raise ValueError(str(e)) from None
+            raise _InvalidBase64(str(e)) from None
     raise TypeError(type(v).__name__)
 
 
