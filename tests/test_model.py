@@ -196,6 +196,27 @@ def test_character_ids_out_of_range_are_refused(tiny_model, bad):
         traced(ids)
 
 
+def test_character_ids_of_another_shape_or_kind_are_refused(tiny_model):
+    """A direct call names a wrong shape, text, or values that are not whole numbers (they
+    used to be truncated, or to fail in TensorFlow's words); whole floats are ids."""
+    ids = np.array(elmo_tf.batch_to_ids([["a", "b"]]))
+    cases = [
+        (ids[..., :49], r"shape \(batch, tokens, 50\) .*, got shape \(1, 2, 49\)"),
+        (ids[0], r"shape \(batch, tokens, 50\) .*, got shape \(2, 50\)"),
+        (np.where(ids > 0, ids + 0.7, 0.0), "must be whole numbers .*, got 259.7"),
+        (np.full(ids.shape, np.nan), "must be whole numbers .*, got nan"),
+        (np.full(ids.shape, "a"), "must be integer character ids"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(ValueError, match=message):
+            tiny_model(bad)
+    np.testing.assert_array_equal(
+        tiny_model(ids.astype(np.float64))["elmo"], tiny_model(ids)["elmo"]
+    )
+    with pytest.raises(ValueError, match=r"shape \(batch, tokens, 50\)"):
+        tiny_model(keras.Input(shape=(None, 49), dtype="int32"))  # symbolic: its static shape
+
+
 def test_explicit_state_round_trip(tiny_model):
     first, second = SENTENCES[:3], SENTENCES[2:]
     out, state = tiny_model.embed(first, return_state=True)

@@ -259,7 +259,9 @@ class ELMo(keras.Model):
             inputs = inputs["char_ids"]
         # A direct call: say which id is wrong (in a graph, the lookup refuses it).
         if backend.is_concrete(inputs):
-            _check_char_ids(inputs, self.config.n_characters)
+            _check_char_ids(inputs, self.config)
+        else:
+            _check_char_ids_shape(getattr(inputs, "shape", None), self.config)
         framed, mask, lengths = self.frame(inputs)
         token_embeddings = self.encode_tokens(framed, mask)
         return self._contextualize(
@@ -442,17 +444,46 @@ def fine_tuned_weights(model, fine_tune):
     return []
 
 
-def _check_char_ids(char_ids, n_characters):
-    """ValueError for a character id outside ``0..n_characters - 1``."""
+_MAKES_THEM = "(elmo_tf.batch_to_ids makes them)"
+
+
+def _check_char_ids_shape(shape, config):
+    """ValueError unless ``shape`` (where known) is ``(batch, tokens, characters per token)``."""
+    try:
+        rank = len(shape)
+    except (TypeError, ValueError):  # no shape, or a tensor of unknown rank
+        return
+    width = config.max_characters_per_token
+    if rank != 3 or shape[-1] not in (None, width):
+        raise ValueError(
+            f"char_ids must have the shape (batch, tokens, {width}) {_MAKES_THEM}, got shape "
+            f"{tuple(shape)}"
+        )
+
+
+def _check_char_ids(char_ids, config):
+    """ValueError for a shape other than ``(B, T, 50)``, values that are not whole numbers,
+    or a character id outside ``0..n_characters - 1``."""
     ids = np.asarray(ops.convert_to_numpy(char_ids))
-    if np.issubdtype(ids.dtype, np.integer) and ids.size > 0:
-        low, high = int(ids.min()), int(ids.max())
-        if low < 0 or high >= n_characters:
-            bad = low if low < 0 else high
-            raise ValueError(
-                f"char_ids must be character ids from 0 to {n_characters - 1} "
-                f"(elmo_tf.batch_to_ids makes them), got {bad}"
-            )
+    _check_char_ids_shape(ids.shape, config)
+    if not (np.issubdtype(ids.dtype, np.integer) or np.issubdtype(ids.dtype, np.floating)):
+        raise ValueError(f"char_ids must be integer character ids {_MAKES_THEM}, got {ids.dtype}")
+    if ids.size == 0:
+        return
+    if np.issubdtype(ids.dtype, np.floating) and not np.all(
+        np.isfinite(ids) & (ids == np.rint(ids))
+    ):
+        bad = ids[~(np.isfinite(ids) & (ids == np.rint(ids)))].flat[0]
+        raise ValueError(
+            f"char_ids must be whole numbers (character ids) {_MAKES_THEM}, got {bad:g}"
+        )
+    low, high = ids.min(), ids.max()
+    if low < 0 or high >= config.n_characters:
+        bad = low if low < 0 else high
+        raise ValueError(
+            f"char_ids must be character ids from 0 to {config.n_characters - 1} {_MAKES_THEM}, "
+            f"got {bad:g}"
+        )
 
 
 def _sequence_mask(lengths, maxlen):
