@@ -367,6 +367,10 @@ def test_gzip_input_is_decompressed(tmp_path):
         (["--max-batch-tokens=-1"], "--max-batch-tokens must be 0 or more"),
         (["--output", "{tmp}/a_file/elmo"], "a_file is a file, not a directory"),
         (["--output", "{tmp}/a_file/deeper/elmo"], "a_file is a file, not a directory"),
+        # an argument neither the command's nor Beam's: Beam would drop it with a warning
+        (["--bogus-flag", "3"], "unknown option --bogus-flag: neither this command's"),
+        (["--max-token-per-line=9"], "did you mean '--max-tokens-per-line'?"),
+        (["stray"], "unexpected argument 'stray'"),
     ],
 )
 def test_user_errors_exit_1_before_the_job(argv, message, corpus, tmp_path, capsys):

@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 
-from elmo_tf import beam, native_logs, text_lines
+from elmo_tf import beam, checks, native_logs, text_lines
 from elmo_tf.cli.common import CommandError, check_output_prefix, require_extra
 from elmo_tf.cli.model_flags import add_model_arguments, model_source
 from elmo_tf.errors import InputFileError
@@ -203,6 +203,26 @@ def pipeline_options(beam_args, verbose=False):
     return PipelineOptions(beam_args)
 
 
+def check_beam_arguments(beam_args, options, own_flags):
+    """``CommandError`` for an argument that is neither this command's (``own_flags``) nor
+    one of Beam's pipeline options: Beam would drop it with a warning, and a misspelt flag
+    would go unnoticed."""
+    for before, arg in zip([None, *beam_args], beam_args):
+        a_value = before is not None and before.startswith("--") and "=" not in before
+        if not arg.startswith("-") and not a_value:
+            raise CommandError(f"unexpected argument {arg!r}")
+    known = set(options.get_all_options(drop_default=False, retain_unknown_options=False))
+    given = set(options.get_all_options(drop_default=False, retain_unknown_options=True))
+    if unknown := sorted(given - known):
+        flags = [a.split("=")[0] for a in beam_args if a.startswith("--")]
+        flag = next((f for f in flags if f[2:].replace("-", "_") == unknown[0]), unknown[0])
+        candidates = [*own_flags, *(f"--{name}" for name in sorted(known))]
+        raise CommandError(
+            f"unknown option {flag}: neither this command's (see --help) nor an Apache Beam "
+            f"pipeline option{checks.did_you_mean(flag, candidates)}"
+        )
+
+
 # A log line of Beam's Python logging (the launcher's or a worker process's) below ERROR.
 BEAM_LOG_LINE = rb"^(DEBUG|INFO|WARNING):(root|__main__|apache_beam[\w.]*|absl):"
 
@@ -240,7 +260,8 @@ def _quiet_root_logger():
 
 def run_job(argv=None, prog="elmo-tf beam"):
     """Runs the job of ``argv``; returns the ``summary`` counts."""
-    args, beam_args = build_parser(prog).parse_known_args(argv)
+    parser = build_parser(prog)
+    args, beam_args = parser.parse_known_args(argv)
     require_extra("beam")
     source = check_flags(args)
     with quiet_beam_logs(args.verbose):
@@ -249,6 +270,8 @@ def run_job(argv=None, prog="elmo-tf beam"):
         from elmo_tf.beam import pipeline  # lazy: the [beam] extra
 
         options = pipeline_options(beam_args, args.verbose)
+        own_flags = [s for a in parser._actions for s in a.option_strings]
+        check_beam_arguments(beam_args, options, own_flags)
         pipeline.check_inputs(args.input)
         handler = model_handler(args, source)
         job = apache_beam.Pipeline(options=options)
