@@ -132,3 +132,27 @@ def test_every_environment_variable_is_checked_at_start_up(variable, value, mess
     (line,) = done.stderr.splitlines()
     assert line.startswith("elmo-tf embed: error: ") and message in line, line
     assert "\x1b" not in line and "S3CRET" not in line and not (tmp_path / "out.hdf5").exists()
+
+
+def test_a_weight_file_unlike_its_options_is_named_before_tensorflow(tmp_path):
+    """Its layout (links, datasets, shapes) is read from its metadata before TensorFlow
+    starts (it used to take the seconds of a TensorFlow start to say so)."""
+    import h5py
+
+    from elmo_tf.presets.bundled import default_model_files
+
+    options, weights = default_model_files()
+    bad = tmp_path / "weights.hdf5"
+    shutil.copy(weights, bad)
+    with h5py.File(bad, "a") as f:
+        narrow = f["char_embed"][:, :3]
+        del f["char_embed"]
+        f["char_embed"] = narrow
+    (tmp_path / "in.txt").write_text("a b\n", encoding="utf-8")
+    (tmp_path / "cwd").mkdir()
+    argv = ["embed", str(tmp_path / "in.txt"), "out.hdf5", "--options", options, "--weights"]
+    done = _run([*argv, str(bad)], tmp_path / "cwd", block_tensorflow=True)
+    assert done.returncode == 1, done.stderr[-2000:]
+    (line,) = done.stderr.splitlines()
+    assert "dataset 'char_embed' has shape (261, 3), expected (261, 16)" in line, line
+    assert not os.listdir(tmp_path / "cwd")

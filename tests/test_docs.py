@@ -199,7 +199,8 @@ class Session:
 
     def __init__(self, directory):
         self.directory = directory
-        self.ports = {8500: _free_port(), 8501: _free_port()}
+        # the local mirror (docs/models.md), the gRPC and the REST port
+        self.ports = {8000: _free_port(), 8500: _free_port(), 8501: _free_port()}
         self.kernel = None
         self.background = []
         self.document = None

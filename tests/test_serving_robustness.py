@@ -39,6 +39,7 @@ from tensorflow_serving.apis import (
 from elmo_tf.characters import WHITESPACE, split_tokens
 from elmo_tf.cli.main import main
 from elmo_tf.embedding_file import read_sentences
+from elmo_tf.errors import ListenError
 from elmo_tf.serving import rest_api, rest_protocol
 from elmo_tf.serving.client import make_request
 from elmo_tf.serving.errors import ServingError
@@ -1008,10 +1009,17 @@ def test_busy_port_is_named_in_one_line(flag, base_path, capsys):
         ports = {"--port": "0", "--rest-port": "0", flag: str(port)}
         argv = ["serve", "--model-base-path", str(base_path), "--poll-seconds", "0"]
         argv += [x for item in ports.items() for x in item]
-        assert main(argv) == 1
-    (line,) = [x for x in capsys.readouterr().err.splitlines() if "cannot listen" in x]
-    option = flag[2:].replace("-", "_")  # the option's name: its flag with dashes
-    assert f"cannot listen on 127.0.0.1:{port}" in line and f"{option})" in line
+        assert main(argv) == 1  # checked before the model loads
+        (line,) = [x for x in capsys.readouterr().err.splitlines() if "cannot listen" in x]
+        option = flag[2:].replace("-", "_")  # the option's name: its flag with dashes
+        assert f"cannot listen on 127.0.0.1:{port}" in line and f"{option})" in line
+        # a port taken between that check and the server's bind: the server says so itself
+        values = {name[2:].replace("-", "_"): int(value) for name, value in ports.items()}
+        server = ModelServer(ServerOptions(str(base_path), poll_seconds=0, **values))
+        with pytest.raises(ListenError, match=rf"cannot listen on 127.0.0.1:{port} .*{option}\)"):
+            server.start()
+    assert main([*argv[:-4], "--port", "9999", "--rest-port", "9999"]) == 1
+    assert "--port and --rest-port are both 9999" in capsys.readouterr().err
 
 
 def test_failed_version_is_retried_without_a_directory_change(base_path, tmp_path):

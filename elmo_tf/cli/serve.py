@@ -14,7 +14,7 @@ import sys
 import threading
 
 from elmo_tf.cli.common import CommandError, require_extra
-from elmo_tf.serving import options
+from elmo_tf.serving import addresses, options
 
 
 def add_parser(subparsers):
@@ -120,6 +120,7 @@ def run(args):
     if not args.shutdown_grace_seconds > 0:
         raise CommandError("--shutdown-grace-seconds must be positive")
     server_opts = server_options(args)
+    addresses.check_can_listen(args.host, args.port, args.rest_port)  # before the model loads
     from elmo_tf.serving.server import ModelServer  # lazy: the [serving] extra, TensorFlow
 
     logging.basicConfig(

@@ -17,6 +17,7 @@ import grpc
 
 from elmo_tf.errors import ListenError
 from elmo_tf.serving import grpc_api
+from elmo_tf.serving.addresses import cannot_listen
 from elmo_tf.serving.errors import clip, not_found
 from elmo_tf.serving.model_manager import ModelManager
 from elmo_tf.serving.options import BatchingOptions, ServerOptions  # noqa: F401 (re-exported)
@@ -84,7 +85,7 @@ class ModelServer:
         except RuntimeError:  # grpc's "Failed to bind to address"
             self.port = 0
         if self.port == 0:
-            raise ListenError(_cannot_listen(options.host, options.port, "gRPC", "port"))
+            raise ListenError(cannot_listen(options.host, options.port, "gRPC", "port"))
         self._grpc.start()
         if options.rest_port is not None:
             try:
@@ -101,7 +102,7 @@ class ModelServer:
                     options.rest_timeout_seconds,
                 )
             except OSError as e:
-                message = _cannot_listen(options.host, options.rest_port, "REST", "rest_port")
+                message = cannot_listen(options.host, options.rest_port, "REST", "rest_port")
                 raise ListenError(f"{message} ({e.strerror or e})") from None
             self.rest_port = self._rest.server_address[1]
 
@@ -158,13 +159,6 @@ class ModelServer:
         if name != self.options.model_name:
             wanted = "Latest" if version is None else f"Specific({clip(name)}, {version})"
             raise not_found(f"Servable not found for request: {wanted}: no model '{clip(name)}'")
-
-
-def _cannot_listen(host, port, what, option):
-    return (
-        f"cannot listen on {host}:{port} ({what}, {option}): the port is in use or the address "
-        "is not this machine's; give another port, or 0 for any free one"
-    )
 
 
 def _host(host):
