@@ -509,3 +509,19 @@ def test_a_url_is_shown_without_credentials_whatever_it_holds(url, shown):
     assert cache.is_url(url) and (urls.problem(url) is None) == (
         "99999" not in url and "[" not in url
     )
+
+
+def test_offline_and_not_cached_is_said_before_the_work(mirror, monkeypatch, tmp_path, capsys):
+    """The command's own checks (before TensorFlow starts) raise the offline error, not the
+    load after it (which used to take the seconds of a TensorFlow start)."""
+    from elmo_tf import presets
+
+    monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
+    with pytest.raises(cache.DownloadError, match="the options file of 'small' is not in the"):
+        presets.local_paths("small")
+    source = tmp_path / "in.txt"
+    source.write_text("a b\n", encoding="utf-8")
+    assert main(["embed", str(source), str(tmp_path / "o.hdf5"), "--model", "small"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "ELMO_TF_OFFLINE forbids downloading it: run elmo-tf download small" in line
+    assert mirror.requests == {} and not (tmp_path / "o.hdf5").exists()

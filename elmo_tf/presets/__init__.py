@@ -92,10 +92,15 @@ def local_paths(name_or_dir):
     name = os.fspath(name_or_dir)
     model = published.lookup(name)
     if model is not None and name not in bundled.BUNDLED_MODELS:
+        for url, what in zip(model.urls(), _WHAT):  # offline and not cached: said now
+            cache.check_offline(url, f"{what} of {model.name!r}", f"elmo-tf download {model.name}")
         return tuple(cache.entry_path(url) for url in model.urls())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PresetNameWarning)
         return preset_files(name, download=False)
+
+
+_WHAT = ("the options file", "the weight file")  # a published model's two files, in messages
 
 
 def published_files(model):
@@ -104,7 +109,7 @@ def published_files(model):
     options_url, weights_url = model.urls()
     command = f"elmo-tf download {model.name}"
     options = cache.fetch(
-        options_url, f"the options file of {model.name!r}", MAX_OPTIONS_BYTES, fetch_command=command
+        options_url, f"{_WHAT[0]} of {model.name!r}", MAX_OPTIONS_BYTES, fetch_command=command
     )
     config = _cached_options(options, options_url)
     if _architecture(config) != _architecture(model.config):
@@ -115,7 +120,7 @@ def published_files(model):
         )
     weights = cache.fetch(
         weights_url,
-        f"the weight file of {model.name!r}",
+        f"{_WHAT[1]} of {model.name!r}",
         weight_file_bound(config),
         fetch_command=command,
     )

@@ -143,6 +143,14 @@ def fetch(url, what="file", max_bytes=None, fetch_command=None):
     return path
 
 
+def check_offline(url, what="file", fetch_command=None):
+    """Under ``ELMO_TF_OFFLINE``, the ``DownloadError`` ``fetch`` would raise for ``url``'s
+    file when it is not cached, raised now: a command says so before its work starts."""
+    path = entry_path(url)
+    if offline() and read_entry(path) is None:
+        raise DownloadError(_offline_message(url, what, path, fetch_command))
+
+
 def _offline_message(url, what, path, fetch_command):
     how = fetch_command or "the same call"
     message = (
