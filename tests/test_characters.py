@@ -61,7 +61,9 @@ def test_padding_and_empty():
 def test_bad_input_is_named():
     with pytest.raises(TypeError, match="list of tokens"):
         elmo_tf.batch_to_ids(["a sentence as one string"])
-    with pytest.raises(TypeError, match="single string"):
+    with pytest.raises(
+        TypeError, match=r"sentences is one string \(.not a batch.\); pass a list of sentences"
+    ):
         elmo_tf.batch_to_ids("not a batch")
     with pytest.raises(TypeError, match="token must be str or bytes"):
         elmo_tf.batch_to_ids([["ok", 3]])
