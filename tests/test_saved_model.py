@@ -2,6 +2,7 @@
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -156,7 +157,12 @@ def test_loads_without_tensorflow_text(exported):
 @pytest.mark.slow
 def test_saved_model_cli_lists_signatures(exported):
     _, path = exported
-    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    # TensorFlow's script beside this interpreter, else where TensorFlow's environment put it
+    # (a virtualenv reusing the system's packages)
+    cli = shutil.which("saved_model_cli", path=os.path.dirname(sys.executable)) or shutil.which(
+        "saved_model_cli"
+    )
+    assert cli, "TensorFlow's saved_model_cli is not installed"
     result = subprocess.run(
         [cli, "show", "--all", "--dir", path], capture_output=True, text=True, timeout=120
     )
