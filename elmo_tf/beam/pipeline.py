@@ -31,7 +31,6 @@ extras.require("beam", __name__)
 
 import bz2
 import contextlib
-import glob
 import gzip
 import lzma
 import os
@@ -47,6 +46,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 
 from elmo_tf.beam import FORMATS, records
+from elmo_tf.beam.local_inputs import check_local_inputs
 from elmo_tf.errors import InputFileError
 from elmo_tf.text_lines import (
     DEFAULT_MAX_LINE_BYTES,
@@ -248,18 +248,8 @@ def dead_letter_prefix(prefix):
 def check_inputs(patterns):
     """Raises ``InputFileError`` (before the job starts) for a pattern that matches no file,
     and, on the local filesystem, for a match that is a directory, a broken link or a file
-    that cannot be read (Beam would crash on the first, skip the second silently)."""
-    for pattern in patterns:
-        if "://" in pattern and not pattern.startswith("file://"):
-            continue
-        local = pattern.removeprefix("file://")
-        bad = [(path, _local_problem(path)) for path in sorted(glob.glob(local))]
-        bad = [f"{path} ({problem})" for path, problem in bad if problem]
-        if bad:
-            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-            raise InputFileError(
-                f"{pattern}: matches what is not a readable text file: {', '.join(bad[:3])}{more}"
-            )
+    that cannot be read (``local_inputs``)."""
+    check_local_inputs(patterns)
     for pattern, result in zip(patterns, FileSystems.match(patterns)):
         if not result.metadata_list:
             raise InputFileError(f"{pattern}: no input file matches")
@@ -369,17 +359,3 @@ def _first(matches):
 def _check_positive(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _local_problem(path):
-    """Why a local match cannot be read as an input file, or ``None``."""
-    if os.path.isdir(path):
-        return "a directory"
-    if os.path.islink(path) and not os.path.exists(path):
-        return "a broken link"
-    try:
-        with open(path, "rb") as f:
-            f.read(1)
-    except OSError as e:
-        return e.strerror or type(e).__name__
-    return None

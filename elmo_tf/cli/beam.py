@@ -16,13 +16,13 @@ this machine with ``FnApiRunner`` in ``multi_processing`` mode, one worker proce
 
 import argparse
 import contextlib
-import glob
 import logging
 import os
 import shutil
 import sys
 
 from elmo_tf import beam, checks, native_logs, text_lines
+from elmo_tf.beam.local_inputs import check_local_inputs
 from elmo_tf.cli.common import CommandError, check_output_prefix, require_extra
 from elmo_tf.cli.model_flags import add_model_arguments, model_source
 from elmo_tf.errors import InputFileError
@@ -152,11 +152,7 @@ def check_flags(args):
     for path in (source.options, source.weights):
         if path is not None and "://" not in path and not os.path.isfile(path):
             raise InputFileError(f"{path}: file not found")
-    for pattern in args.input:  # local ones: before Beam and TensorFlow start
-        if ("://" not in pattern or pattern.startswith("file://")) and not glob.glob(
-            pattern.removeprefix("file://")
-        ):
-            raise InputFileError(f"{pattern}: no input file matches")
+    check_local_inputs(args.input)  # before Beam and TensorFlow start
     check_output_prefix(args.output)
     return source
 
