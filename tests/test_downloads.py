@@ -190,6 +190,20 @@ def test_no_network(mirror, monkeypatch):
     assert "ELMO_TF_OFFLINE" not in message  # nothing is cached: offline cannot help
 
 
+def test_a_retry_is_said(mirror, monkeypatch, capfd):
+    """A failure that may heal is tried again, and each new try is said on stderr (a refused
+    connection used to take seconds without a word)."""
+    monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", "http://127.0.0.1:9/nothing")
+    monkeypatch.setattr(cache, "RETRIES", 1)
+    with pytest.raises(cache.DownloadError, match="the connection was refused"):
+        elmo_tf.ELMo.from_preset("small")
+    err = capfd.readouterr().err
+    assert (
+        "the connection was refused ([Errno 111] Connection refused); trying again (1 of 1)" in err
+    )
+    assert err.count("trying again") == 1
+
+
 def test_a_failed_download_names_the_copy_cached_under_another_address(mirror, monkeypatch):
     """A new shell, another (here unreachable) base URL: the failure says where the model is
     cached and which variable to set, at the first try (it used to say so only offline)."""

@@ -458,14 +458,22 @@ class _PermanentErrorsNotRetried:
     def __init__(self, downloader, progress):
         self.downloader = downloader
         self.progress = progress
+        self.attempt = 0
 
     def __call__(self, url, output_file, pooch_):
+        self.attempt += 1
         try:
             with _StallGuard(self.progress):
                 return self.downloader(url, output_file, pooch_)
         except OSError as e:
             if _is_request_error(e) and not _transient(e, self.progress):
                 raise DownloadError(_failure(url, self.progress.what, e, self.progress)) from None
+            if _is_request_error(e) and self.attempt <= RETRIES:  # pooch tries again: say so
+                self.progress.close()
+                self.progress.say(
+                    f"{public_url(url)}: {_reason(e, self.progress)}; trying again "
+                    f"({self.attempt} of {RETRIES})"
+                )
             raise
 
 
@@ -525,28 +533,34 @@ def _failure(url, what, error, progress):
     import requests  # lazy: with pooch, only a download needs it
 
     response = getattr(error, "response", None)
+    advice = _what_to_do(url)
     if isinstance(error, requests.exceptions.HTTPError) and response is not None:
-        status = f"HTTP {response.status_code} {response.reason or ''}".strip()
-        advice = _what_to_do(url)
         if response.status_code == 404:
             advice = _cached_elsewhere(url) or (
                 "the file is not at this address (a mirror keeps AllenNLP's folder and file "
                 "names: docs/models.md)"
             )
-        return f"{public_url(url)}: cannot download {what}: {status}; {advice}"
+    return f"{public_url(url)}: cannot download {what}: {_reason(error, progress)}; {advice}"
+
+
+def _reason(error, progress):
+    """The cause of a failed attempt, in a few words."""
+    import requests  # lazy: with pooch, only a download needs it
+
+    response = getattr(error, "response", None)
+    if isinstance(error, requests.exceptions.HTTPError) and response is not None:
+        return f"HTTP {response.status_code} {response.reason or ''}".strip()
     if progress.stalled or isinstance(error, requests.exceptions.ReadTimeout):
-        reason = f"no data, or less than {STALL_BYTES // 1024} KiB, for {READ_TIMEOUT} s"
-    elif isinstance(error, requests.exceptions.ConnectTimeout):
-        reason = f"no connection within {CONNECT_TIMEOUT} s"
-    elif isinstance(error, requests.exceptions.ChunkedEncodingError):
-        reason = f"the connection closed after {progress.wire_bytes:,} bytes"
-    else:
-        kind, detail = _root_cause(error)
-        reason = {
-            "dns": f"the host name does not resolve ({detail})",
-            "refused": f"the connection was refused ({detail})",
-        }.get(kind, detail)
-    return f"{public_url(url)}: cannot download {what}: {reason}; {_what_to_do(url)}"
+        return f"no data, or less than {STALL_BYTES // 1024} KiB, for {READ_TIMEOUT} s"
+    if isinstance(error, requests.exceptions.ConnectTimeout):
+        return f"no connection within {CONNECT_TIMEOUT} s"
+    if isinstance(error, requests.exceptions.ChunkedEncodingError):
+        return f"the connection closed after {progress.wire_bytes:,} bytes"
+    kind, detail = _root_cause(error)
+    return {
+        "dns": f"the host name does not resolve ({detail})",
+        "refused": f"the connection was refused ({detail})",
+    }.get(kind, detail)
 
 
 def _root_cause(error):
