@@ -66,9 +66,9 @@ def read_sentences(path):
     return list(iter_sentences(path))
 
 
-def check_max_tokens_per_line(max_tokens):
+def check_max_tokens_per_line(max_tokens, name="max_tokens_per_line"):
     """Raises ``ValueError`` unless ``max_tokens`` is a positive integer."""
-    checks.positive_integer("max_tokens_per_line", max_tokens)
+    checks.positive_integer(name, max_tokens)
 
 
 def iter_sentences(path, max_tokens=None):

@@ -143,10 +143,10 @@ def test_invalid_utf8_names_file_and_line(tmp_path, tiny_files, capsys):
         ("missing_options", "missing.json: options file not found"),
         ("missing_input", "nope.txt: input file not found"),
         ("missing_output_dir", "does not exist"),
-        ("batch_size_zero", "batch_size must be a positive integer, got 0"),
-        (
+        ("batch_size_zero", "error: --batch-size must be a positive integer, got 0"),
+        (  # the flag's name, not the option's (a flag has no None)
             "max_batch_tokens_negative",
-            "max_batch_tokens (None or 0: no budget) must be a non-negative integer, got -5",
+            "error: --max-batch-tokens (0: no budget) must be a non-negative integer, got -5",
         ),
         ("no_model", "model is missing (elmo-tf was installed without its package data"),
         ("options_only", "--options was given without --weights"),

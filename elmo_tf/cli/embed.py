@@ -91,10 +91,10 @@ def add_parser(subparsers):
 
 def run(args):
     # Every check that needs no model runs first: loading the model is the slow part.
-    try:  # the library's own checks; each option is its flag with underscores
-        length_batches.check_batch_size(args.batch_size)
-        length_batches.check_max_batch_tokens(args.max_batch_tokens)
-        check_max_tokens_per_line(args.max_tokens_per_line)
+    try:  # the library's own checks, naming the flags
+        length_batches.check_batch_size(args.batch_size, "--batch-size")
+        length_batches.check_max_batch_tokens(args.max_batch_tokens, "--max-batch-tokens")
+        check_max_tokens_per_line(args.max_tokens_per_line, "--max-tokens-per-line")
     except ValueError as e:
         raise CommandError(e) from None
     check_input_exists(args.input)

@@ -17,15 +17,17 @@ DEFAULT_BATCH_SIZE = 128
 DEFAULT_MAX_BATCH_TOKENS = DEFAULT_BATCH_SIZE * 48
 
 
-def check_batch_size(batch_size):
-    """Raises ``ValueError`` unless ``batch_size`` is a positive integer."""
-    checks.positive_integer("batch_size", batch_size)
+def check_batch_size(batch_size, name="batch_size"):
+    """Raises ``ValueError`` unless ``batch_size`` is a positive integer; the message calls it
+    ``name`` (the command line passes its flag)."""
+    checks.positive_integer(name, batch_size)
 
 
-def check_max_batch_tokens(max_batch_tokens):
+def check_max_batch_tokens(max_batch_tokens, name="max_batch_tokens"):
     """Raises ``ValueError`` unless ``max_batch_tokens`` is ``None`` or an integer >= 0."""
     if max_batch_tokens is not None:
-        checks.integer("max_batch_tokens (None or 0: no budget)", max_batch_tokens, minimum=0)
+        none = "0" if name.startswith("--") else "None or 0"  # a flag has no None
+        checks.integer(f"{name} ({none}: no budget)", max_batch_tokens, minimum=0)
 
 
 def length_batches(lengths, batch_size, max_batch_tokens=None):
