@@ -9,24 +9,33 @@ def is_url(path):
     return isinstance(path, str) and path.lower().startswith(("http://", "https://"))
 
 
+HIDDEN = "<hidden>"  # what is shown for a user and password that cannot be told apart
+
+
 def public_url(url):
     """``url`` without a user or password: how it is shown, recorded and keyed. Never raises,
-    whatever ``url`` holds (an invalid port or IPv6 address is shown as written)."""
+    whatever ``url`` holds (an invalid port or IPv6 address is shown as written). A user or
+    password holding an unescaped ``/``, ``?`` or ``#`` cannot be told from the path: then
+    all from ``://`` to the last ``@`` is hidden (``problem`` refuses such a URL)."""
     scheme, separator, rest = url.partition("://")
-    if not separator:
+    if not separator or "@" not in rest:
         return url
-    ends = [i for i in (rest.find(c) for c in "/?#") if i >= 0]
-    end = min(ends, default=len(rest))
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
     authority = rest[:end]
-    if "@" not in authority:
-        return url
-    return f"{scheme}://{authority.rpartition('@')[2]}{rest[end:]}"
+    if "@" in authority:
+        return f"{scheme}://{authority.rpartition('@')[2]}{rest[end:]}"
+    return f"{scheme}://{HIDDEN}@{rest.rpartition('@')[2]}"
 
 
 def problem(url):
     """What makes ``url`` unusable as an ``http(s)://`` address (its words), or ``None``."""
     if not is_url(url):
         return "not an http:// or https:// URL"
+    if public_url(url).startswith(url.partition("://")[0] + "://" + HIDDEN):
+        return (
+            "an '@' past the host: percent-encode '/', '?', '#' and '@' in a user or password "
+            "(%2F, %3F, %23, %40)"
+        )
     try:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018 (parsing the port is the check: out of range raises)

@@ -371,6 +371,7 @@ def test_gzip_input_is_decompressed(tmp_path):
         (["--bogus-flag", "3"], "unknown option --bogus-flag: neither this command's"),
         (["--max-token-per-line=9"], "did you mean '--max-tokens-per-line'?"),
         (["stray"], "unexpected argument 'stray'"),
+        (["-runner=DirectRunner"], "unknown option -runner=DirectRunner: Beam's pipeline opt"),
     ],
 )
 def test_user_errors_exit_1_before_the_job(argv, message, corpus, tmp_path, capsys):

@@ -144,6 +144,9 @@ def test_output_into_a_closed_pipe_ends_quietly():
         def run(args):
             if args.names == ["socket"]:
                 raise BrokenPipeError(32, "Broken pipe")  # a connection, stdout still open
+            if args.names == ["buffered"]:
+                print("a line kept in the buffer until the command ends")
+                return 0
             while True:
                 print("x" * 1000)
 
@@ -151,16 +154,21 @@ def test_output_into_a_closed_pipe_ends_quietly():
         main.console_main(["download", sys.argv[1]])
         """
     )
-    for name, status, err in [("stdout", 141, ""), ("socket", 1, "error: Broken pipe")]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as a user's
+    cases = [("stdout", 141, ""), ("buffered", 141, ""), ("socket", 1, "error: Broken pipe")]
+    for name, status, err in cases:
         process = subprocess.Popen(
             [sys.executable, "-c", script, name],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
         )
         if name == "stdout":
             process.stdout.read(5000)  # the reader takes what it wants, then goes
             process.stdout.close()
+        elif name == "buffered":  # gone before the command's last write (it used to end in
+            process.stdout.close()  # "Exception ignored ... BrokenPipeError", status 120)
         else:
             assert process.stdout.read() == ""
         stderr = process.stderr.read()

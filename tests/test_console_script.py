@@ -112,6 +112,7 @@ def test_the_console_script_runs_each_command(command, tmp_path):
         ("ELMO_TF_MODEL_BASE_URL", "ftp://al:S3CRET@h/x", "URL, got 'ftp://h/x'"),
         ("ELMO_TF_MODEL_BASE_URL", "http://al:S3CRET@h:99999", "(Port out of range 0-65535)"),
         ("ELMO_TF_MODEL_BASE_URL", "http://[::1", "is not a usable URL (Invalid IPv6 URL)"),
+        ("ELMO_TF_MODEL_BASE_URL", "https://al:S3CRET#x@h/x", "'https://<hidden>@h/x'"),
     ],
 )
 def test_every_environment_variable_is_checked_at_start_up(variable, value, message, tmp_path):

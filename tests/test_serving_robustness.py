@@ -40,7 +40,7 @@ from elmo_tf.characters import WHITESPACE, split_tokens
 from elmo_tf.cli.main import main
 from elmo_tf.embedding_file import read_sentences
 from elmo_tf.errors import ListenError
-from elmo_tf.serving import rest_api, rest_protocol
+from elmo_tf.serving import addresses, rest_api, rest_protocol
 from elmo_tf.serving.client import make_request
 from elmo_tf.serving.errors import ServingError
 from elmo_tf.serving.model_manager import ModelManager, State
@@ -1020,6 +1020,22 @@ def test_busy_port_is_named_in_one_line(flag, base_path, capsys):
             server.start()
     assert main([*argv[:-4], "--port", "9999", "--rest-port", "9999"]) == 1
     assert "--port and --rest-port are both 9999" in capsys.readouterr().err
+
+
+def test_the_listen_check_takes_what_the_servers_bind():
+    """A bracketed IPv6 address and "" (every interface) are the servers' forms: the check
+    before the model loads must not refuse them (it once passed them to getaddrinfo as given)."""
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    addresses.check_can_listen("", port)
+    addresses.check_can_listen("localhost", port)
+    try:
+        with socket.socket(socket.AF_INET6) as v6:
+            v6.bind(("::1", 0))
+    except OSError:
+        return  # no IPv6 loopback on this machine
+    addresses.check_can_listen("[::1]", port)
 
 
 def test_failed_version_is_retried_without_a_directory_change(base_path, tmp_path):

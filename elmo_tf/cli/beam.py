@@ -207,6 +207,8 @@ def check_beam_arguments(beam_args, options, own_flags):
         a_value = before is not None and before.startswith("--") and "=" not in before
         if not arg.startswith("-") and not a_value:
             raise CommandError(f"unexpected argument {arg!r}")
+        if arg.startswith("-") and not arg.startswith("--") and not a_value:
+            raise CommandError(f"unknown option {arg}: Beam's pipeline options take two dashes")
     known = set(options.get_all_options(drop_default=False, retain_unknown_options=False))
     given = set(options.get_all_options(drop_default=False, retain_unknown_options=True))
     if unknown := sorted(given - known):

@@ -131,13 +131,15 @@ def main(argv=None, as_command=False):
     if args.command == "beam":  # its own parser reads its flags, --verbose among them
         verbose = beam_command.verbose(args.beam_args)
     quiet = as_command and native_logs.wanted(verbose)
-    if not verbose:
-        # The elmo-tf process imports TensorFlow in args.run, after this.
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # The elmo-tf process imports TensorFlow in args.run, after this (its workers too).
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if verbose else "2")
     try:
         environment.check()  # every ELMO_TF_* variable, before any work
         with native_logs.filtered_stderr() if quiet else contextlib.nullcontext():
-            return args.run(args)
+            status = args.run(args)
+        if as_command:  # what is still buffered fails here, not in the interpreter's exit
+            sys.stdout.flush()
+        return status
     except BaseException as e:
         return _report(e, fail, as_command)
 

@@ -87,7 +87,8 @@ def preset_files(name_or_dir, download=True):
 
 def local_paths(name_or_dir):
     """``(options_file, weight_file)`` where the model ``name_or_dir`` is read from, without
-    downloading or loading anything: a published model's cache entries (present or not), the
+    downloading or loading anything: a published model's cache entries (present or not; under
+    ``ELMO_TF_OFFLINE`` one not cached is the ``DownloadError`` its load would raise), the
     bundled model's files, a directory's; ``PresetError`` for a name that is none of these."""
     name = os.fspath(name_or_dir)
     model = published.lookup(name)

@@ -137,6 +137,8 @@ def fetch(url, what="file", max_bytes=None, fetch_command=None):
             verify(entry)
             return path
         _remove_stale(directory)  # what a killed download left; no one else is writing here
+        if os.path.isfile(path) and not os.path.islink(path):  # this URL's file, unrecorded
+            files.remove(path)
         if offline():
             raise DownloadError(_offline_message(url, what, path, fetch_command))
         _download(url, path, what, max_bytes)
@@ -283,8 +285,8 @@ def entries():
 
 
 def stale_files():
-    """``[(path, bytes)]`` of files in the entries that belong to no complete entry: the
-    temporary file of a download that was killed, a model file whose record is missing. The
+    """``[(path, bytes)]`` of the cache's files in the entries that belong to no complete
+    entry: what a killed download left (its temporary, or its file before the record). The
     next fetch of the entry removes them; ``remove`` and ``clear`` too."""
     stale = []
     for directory in _entry_directories():
@@ -294,32 +296,43 @@ def stale_files():
     return stale
 
 
-# What the cache writes in an entry directory besides a file and its record: pooch's download
-# temporary (tempfile's "tmp" and 8 characters), the record's own temporary (elmo_tf.files),
-# and a model file whose record a killed download never wrote.
+# What the cache writes in an entry directory besides a file, its record and the lock: the
+# marker naming the file a download in progress writes, pooch's download temporary
+# (tempfile's "tmp" and 8 characters) and the temporaries of elmo_tf.files (records, marker).
+PENDING_NAME = ".downloading"
 _OWN_TEMPORARY = re.compile(r"tmp[a-z0-9_]{8}|\..+\.\d+-[0-9a-f]{8}\.tmp")
-_MODEL_FILE_SUFFIXES = (".json", ".hdf5", ".h5")
 
 
 def _own_files(directory):
-    """``(complete, stale)``: the names in an entry directory that the cache made, those of
-    its complete entry (file, record, lock) and those of no complete entry. Anything else (a
-    directory, a link, a file of another kind) is not the cache's, and is left alone."""
-    names = set(os.listdir(directory))
+    """``(complete, stale)``: the names of regular files in an entry directory that the cache
+    made, those of its complete entry (file, record, lock) and those of none (a killed
+    download's temporary, its marker, the file the marker names if it has no record). Anything
+    else (a directory, a link, another file) is not the cache's, and is left alone."""
+    names = {
+        name
+        for name in os.listdir(directory)
+        if os.path.isfile(os.path.join(directory, name))
+        and not os.path.islink(os.path.join(directory, name))
+    }
     complete = {LOCK_NAME} & names
     for name in names:
         if name.endswith(RECORD_SUFFIX) and read_entry(
             os.path.join(directory, name[: -len(RECORD_SUFFIX)])
         ):
-            complete |= {name, name[: -len(RECORD_SUFFIX)]}
-    stale = {
-        name
-        for name in names - complete
-        if os.path.isfile(os.path.join(directory, name))
-        and not os.path.islink(os.path.join(directory, name))
-        and (_OWN_TEMPORARY.fullmatch(name) or name.endswith(_MODEL_FILE_SUFFIXES))
-    }
+            complete |= {name, name[: -len(RECORD_SUFFIX)]} & names
+    pending = {PENDING_NAME, _pending_name(directory)} if PENDING_NAME in names else set()
+    stale = {name for name in names - complete if _OWN_TEMPORARY.fullmatch(name) or name in pending}
     return complete, stale
+
+
+def _pending_name(directory):
+    """The file name the entry's ``PENDING_NAME`` marker gives (a line), or ``None``."""
+    try:
+        with open(os.path.join(directory, PENDING_NAME), encoding="utf-8") as f:
+            name = f.read(4096).strip()
+    except (OSError, ValueError):
+        return None
+    return name if name and os.path.basename(name) == name and name != LOCK_NAME else None
 
 
 def _stale_in(directory):
@@ -401,6 +414,23 @@ def _locked(directory):
 
 
 def _download(url, path, what, max_bytes):
+    """Downloads ``url`` to ``path`` (``_transfer``), said in the entry's ``PENDING_NAME``
+    marker meanwhile: a process killed after the file is in place but before its record is
+    written leaves a file whose name the marker gives (``_own_files``). Nothing is kept of a
+    download that fails."""
+    marker = os.path.join(os.path.dirname(path), PENDING_NAME)
+    files.write_text(marker, os.path.basename(path) + "\n")
+    done = False
+    try:
+        _transfer(url, path, what, max_bytes)
+        done = True
+    finally:
+        if not done and read_entry(path) is None:
+            files.remove(path)
+        files.remove(marker)
+
+
+def _transfer(url, path, what, max_bytes):
     """Downloads ``url`` to ``path`` with pooch (retrying transient failures), checks that the
     whole body came, then records its size and SHA-256."""
     import pooch  # lazy: only a download needs it (a cached file loads without it)

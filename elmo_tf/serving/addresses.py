@@ -23,13 +23,28 @@ def check_can_listen(host, port, rest_port=None):
     for number, what, option in [(port, "gRPC", "port"), (rest_port, "REST", "rest_port")]:
         if number is None or number == 0:
             continue
+        reason = _bind_problem(host, number)
+        if reason is not None:
+            raise ListenError(f"{cannot_listen(host, number, what, option)} ({reason})")
+
+
+def _bind_problem(host, port):
+    """Why no address of ``host`` (``[v6]``, a name, ``""`` for every interface) can be
+    bound on ``port``, or ``None`` when one can (the servers bind every address a name has)."""
+    name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        infos = socket.getaddrinfo(
+            name or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except (OSError, UnicodeError, OverflowError) as e:
+        return getattr(e, "strerror", None) or str(e)
+    reason = "no address"
+    for family, kind, proto, _, address in infos:
         try:
-            (family, kind, proto, _, address), *_ = socket.getaddrinfo(
-                host, number, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-            )
             with socket.socket(family, kind, proto) as probe:
                 probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 probe.bind(address)
-        except (OSError, UnicodeError) as e:
-            reason = getattr(e, "strerror", None) or e
-            raise ListenError(f"{cannot_listen(host, number, what, option)} ({reason})") from None
+            return None
+        except OSError as e:
+            reason = e.strerror or str(e)
+    return reason
