@@ -132,7 +132,11 @@ def run(args):
     try:
         server.start()  # a busy port: ListenError naming it, one line from main
         rest = f", REST {args.host}:{server.rest_port}" if server.rest_port is not None else ""
-        print(f"serving {args.model_name} on gRPC {args.host}:{server.port}{rest}", flush=True)
+        # One write with its newline: the server's threads log to stderr meanwhile, and a
+        # user who sends both to one file gets whole lines (print writes the newline apart).
+        line = f"serving {args.model_name} on gRPC {args.host}:{server.port}{rest}\n"
+        sys.stdout.write(line)
+        sys.stdout.flush()
         while not stop.wait(0.5):
             pass
         logging.getLogger("serving").info("stopping: finishing the requests in flight")
