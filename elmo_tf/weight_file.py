@@ -117,31 +117,23 @@ def check_file(config, path):
     """Checks ``path`` as ``load_weights`` does before it assigns anything (links and
     storage, every dataset's presence, shape and dtype, every value finite), for ``config``,
     without a model: a downloaded file is checked so before it counts as cached."""
-    path = os.fspath(path)
-    table = [WeightEntry(name, None, shape, _same, _same) for name, shape in
-             expected_datasets(config).items()]  # fmt: skip
-    with _open(path, "r") as f:
-        for _ in _checked_arrays(f, path, table):
-            pass
+    _check_against(config, path, read_values=True)
 
 
 def check_structure(config, path):
     """The checks of :func:`check_file` that read no values (links and storage, every
     dataset's presence, shape and dtype): the metadata only, in milliseconds whatever the
     file's size. A command runs it before TensorFlow starts."""
+    _check_against(config, path, read_values=False)
+
+
+def _check_against(config, path, read_values):
     path = os.fspath(path)
     table = [WeightEntry(name, None, shape, _same, _same) for name, shape in
              expected_datasets(config).items()]  # fmt: skip
     with _open(path, "r") as f:
-        try:
-            _check_links_and_storage(f, path)
-            _check_datasets(f, path, table)
-        except WeightFileError:
-            raise
-        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise WeightFileError(
-                f"{path}: corrupt HDF5 weight file, cannot read its structure ({_first_line(e)})"
-            ) from None
+        for _ in _checked_arrays(f, path, table, read_values):
+            pass
 
 
 def _open(path, mode):
@@ -326,15 +318,16 @@ def load_weights(model, path):
     return model
 
 
-def _checked_arrays(f, path, table):
+def _checked_arrays(f, path, table, read_values=True):
     """Yields ``(entry, value)`` for every dataset of ``table``, after stages 1 and 2 of
-    ``load_weights`` passed for all of them: each value read, checked finite, transformed."""
+    ``load_weights`` passed for all of them: each value read, checked finite, transformed
+    (nothing without ``read_values``: stages 1 and 2 only)."""
     where = "its structure"
     try:
         _check_links_and_storage(f, path)
         where = "a dataset's metadata"
         checked = _check_datasets(f, path, table)
-        for entry, dataset, transform in checked:
+        for entry, dataset, transform in checked if read_values else ():
             where = f"dataset '{entry.dataset}'"
             with np.errstate(over="ignore"):  # a float64 beyond float32 becomes inf: refused
                 array = dataset[...].astype(np.float32)

@@ -16,65 +16,38 @@ import numpy as np
 OFFICIAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
 
 
+# name -> (LSTM dim, projection dim, filters, highway layers); the small and full shapes are
+# those of elmo_2x1024_128_2048cnn_1xhighway and elmo_2x4096_512_2048cnn_2xhighway.
+SHAPES = {
+    "tiny": (32, 16, [[1, 8], [2, 8], [3, 16], [4, 16]], 1),
+    "small": (1024, 128, OFFICIAL_FILTERS, 1),
+    "full": (4096, 512, OFFICIAL_FILTERS, 2),
+}
+
+
 def options_for(name):
-    if name == "tiny":
-        return {
-            "lstm": {
-                "use_skip_connections": True,
-                "projection_dim": 16,
-                "cell_clip": 3,
-                "proj_clip": 3,
-                "dim": 32,
-                "n_layers": 2,
-            },
-            "char_cnn": {
-                "activation": "relu",
-                "filters": [[1, 8], [2, 8], [3, 16], [4, 16]],
-                "n_highway": 1,
-                "embedding": {"dim": 16},
-                "n_characters": 262,
-                "max_characters_per_token": 50,
-            },
-        }
-    if name == "small":  # shape of elmo_2x1024_128_2048cnn_1xhighway_options.json
-        return {
-            "lstm": {
-                "use_skip_connections": True,
-                "projection_dim": 128,
-                "cell_clip": 3,
-                "proj_clip": 3,
-                "dim": 1024,
-                "n_layers": 2,
-            },
-            "char_cnn": {
-                "activation": "relu",
-                "filters": OFFICIAL_FILTERS,
-                "n_highway": 1,
-                "embedding": {"dim": 16},
-                "n_characters": 262,
-                "max_characters_per_token": 50,
-            },
-        }
-    if name == "full":  # shape of elmo_2x4096_512_2048cnn_2xhighway_options.json
-        return {
-            "lstm": {
-                "use_skip_connections": True,
-                "projection_dim": 512,
-                "cell_clip": 3,
-                "proj_clip": 3,
-                "dim": 4096,
-                "n_layers": 2,
-            },
-            "char_cnn": {
-                "activation": "relu",
-                "filters": OFFICIAL_FILTERS,
-                "n_highway": 2,
-                "embedding": {"dim": 16},
-                "n_characters": 262,
-                "max_characters_per_token": 50,
-            },
-        }
-    raise ValueError(name)
+    """The options (bilm-tf's schema) of the shape ``name`` (``SHAPES``)."""
+    if name not in SHAPES:
+        raise ValueError(name)
+    dim, projection_dim, filters, n_highway = SHAPES[name]
+    return {
+        "lstm": {
+            "use_skip_connections": True,
+            "projection_dim": projection_dim,
+            "cell_clip": 3,
+            "proj_clip": 3,
+            "dim": dim,
+            "n_layers": 2,
+        },
+        "char_cnn": {
+            "activation": "relu",
+            "filters": filters,
+            "n_highway": n_highway,
+            "embedding": {"dim": 16},
+            "n_characters": 262,
+            "max_characters_per_token": 50,
+        },
+    }
 
 
 SEEDS = {"tiny": 1234, "small": 5678, "full": 9012}
