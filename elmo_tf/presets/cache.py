@@ -457,7 +457,6 @@ def _transfer(url, path, what, max_bytes):
         raise
     except OSError as e:
         if not _is_request_error(e):  # disk full, a file size limit, no permission
-            files.remove(path)
             raise DownloadError(
                 f"{public_url(url)}: cannot write {what} to {directory} ({e.strerror or e})"
             ) from None
@@ -465,8 +464,7 @@ def _transfer(url, path, what, max_bytes):
     finally:
         progress.close()
     size = os.path.getsize(path)
-    if progress.declared and progress.wire_bytes != progress.declared:
-        files.remove(path)
+    if progress.declared and progress.wire_bytes != progress.declared:  # _download removes it
         raise DownloadError(
             f"{public_url(url)}: the server declared {progress.declared:,} bytes for {what} but "
             f"sent {progress.wire_bytes:,}; nothing was kept"
