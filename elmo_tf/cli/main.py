@@ -153,7 +153,9 @@ def _report(error, fail, as_command):
     if isinstance(error, BrokenPipeError) and as_command and _stdout_reader_gone():
         # `elmo-tf client ... | head`: the reader has what it wanted. Stop quietly, as a
         # process killed by SIGPIPE does, and keep the interpreter's last flush from failing.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
         return 128 + signal.SIGPIPE
     if isinstance(error, OutputFileError):
         status = fail(error)
