@@ -829,7 +829,12 @@ def test_rest_client_gone_while_queued_is_not_computed(server, stub, monkeypatch
             while batcher.queued_rows == 0:  # the request is queued behind the first
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
-        # closed: the client is gone
+        # closed: the client is gone, once the server's loop has seen it (releasing the first
+        # request before that raced the close on a loaded machine)
+        (connection,) = server._rest._server.connections
+        while connection.client_waits():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
     _still_up(stub)
 
 
