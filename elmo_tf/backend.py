@@ -16,6 +16,8 @@ What is TensorFlow by nature (SavedModel and TFLite export, serving, Beam, biLM 
 string signatures) says so in one line on another backend (``require_tensorflow``).
 """
 
+import contextlib
+
 import keras
 
 from elmo_tf.errors import ElmoError
@@ -65,3 +67,52 @@ def is_concrete(x):
 
         return not isinstance(x, jax.core.Tracer)
     return True
+
+
+# ---------------------------------------------------------------- PyTorch module conventions
+# On PyTorch a Keras layer is a ``torch.nn.Module``; these keep the model's behaviour what a
+# PyTorch user expects of one (STYLE.md rule 14).
+
+
+def settle_module(model):
+    """Called once a model is built: a ``trainable=False`` given to the constructor reaches
+    every variable (Keras creates variables trainable, so on PyTorch their ``requires_grad``
+    stayed ``True``); on PyTorch the model starts in eval mode, as a Keras model infers by
+    default (``train()`` turns dropout on)."""
+    if not model.trainable:
+        model.trainable = False  # the setter reaches every variable and sublayer
+    if name() == "torch":
+        model.train(False)
+
+
+def default_training(layer):
+    """What ``training=None`` means in a call: on PyTorch the module's mode (``train()`` /
+    ``eval()``), elsewhere inference (Keras's default)."""
+    return bool(layer.training) if name() == "torch" else False
+
+
+def check_weight_dtypes(model):
+    """On PyTorch, a one-line ``TypeError`` when ``model.to(dtype)``, ``.double()`` or
+    ``.half()`` changed the weights under Keras, which keeps computing in the dtype it was
+    built with."""
+    if name() != "torch":
+        return
+    expected = keras.backend.standardize_dtype(model.dtype_policy.variable_dtype)
+    for parameter in model.parameters():
+        actual = keras.backend.standardize_dtype(parameter.dtype)
+        if actual != expected:
+            raise TypeError(
+                f"this model's weights are {actual} (changed by .to(), .double() or .half()) "
+                f"but its layers compute for {expected}: build the model with dtype="
+                f"{actual!r} instead"
+            )
+
+
+def weights_device(model):
+    """A context in which Keras creates tensors where ``model``'s weights are: on PyTorch
+    the device of its parameters (``model.to(device)`` moves them, Keras's own default
+    stays), elsewhere Keras's own placement."""
+    if name() == "torch":
+        for parameter in model.parameters():
+            return keras.device(str(parameter.device))
+    return contextlib.nullcontext()

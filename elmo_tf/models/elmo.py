@@ -54,7 +54,8 @@ class ELMo(keras.Model):
         inputs: int tensor ``(B, T, 50)`` of character ids (``elmo_tf.batch_to_ids``), zero
             rows at padded positions; or a dict with ``"char_ids"`` and optionally
             ``"initial_state"`` (an ``LSTMState``).
-        training: enables dropout.
+        training: enables dropout; by default off, and on PyTorch the module's mode
+            (``train()`` / ``eval()``; a new model starts in eval mode).
 
     Returns:
         A dict keyed by ``output_keys(L, num_output_representations)`` for the config's L LSTM
@@ -81,6 +82,10 @@ class ELMo(keras.Model):
         dedupe_tokens=True,
         **kwargs,
     ):
+        # A fixed default name: Keras would number a second model ("el_mo_1"), and the name
+        # prefixes every variable path, so PyTorch state_dict keys would depend on how many
+        # models the process has built.
+        kwargs.setdefault("name", "elmo")
         super().__init__(**kwargs)
         check_settings(num_output_representations, do_layer_norm, l2_coefficient, dropout)
         checks.boolean("dedupe_tokens", dedupe_tokens)
@@ -126,6 +131,7 @@ class ELMo(keras.Model):
         self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self._embedder = None
         self.build()
+        backend.settle_module(self)
 
     @classmethod
     def from_preset(cls, name_or_dir, load_weights=True, **kwargs):
@@ -203,6 +209,15 @@ class ELMo(keras.Model):
             token_embeddings, lengths, initial_state, embeddings_frozen=self._encoder_frozen()
         )
 
+    def bilm_from_embeddings(self, token_embeddings, lengths, initial_state=None):
+        """:meth:`bilm` from framed context-free token vectors: ``token_embeddings``
+        ``(B, T + 2, P)`` with ``<S>`` at 0, the tokens, ``</S>`` at ``length + 1`` and zeros
+        after (as :meth:`frame` and :meth:`encode_tokens` make them), ``lengths`` ``(B,)`` the
+        real tokens per row."""
+        token_embeddings = ops.cast(token_embeddings, self.compute_dtype)
+        lengths = ops.convert_to_tensor(lengths, "int32")
+        return self._bilm_from_embeddings(token_embeddings, lengths, initial_state)
+
     def frame(self, char_ids):
         """Adds ``<S>`` at position 0 and ``</S>`` right after each sentence's last token.
 
@@ -252,7 +267,10 @@ class ELMo(keras.Model):
             "state": LSTMState(*state),
         }
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=None):
+        if training is None:
+            training = backend.default_training(self)
+        backend.check_weight_dtypes(self)
         initial_state = None
         if isinstance(inputs, dict):
             initial_state = inputs.get("initial_state")
@@ -262,11 +280,12 @@ class ELMo(keras.Model):
             _check_char_ids(inputs, self.config)
         else:
             _check_char_ids_shape(getattr(inputs, "shape", None), self.config)
-        framed, mask, lengths = self.frame(inputs)
-        token_embeddings = self.encode_tokens(framed, mask)
-        return self._contextualize(
-            token_embeddings, lengths, initial_state, training, self._encoder_frozen()
-        )
+        with backend.weights_device(self):
+            framed, mask, lengths = self.frame(inputs)
+            token_embeddings = self.encode_tokens(framed, mask)
+            return self._contextualize(
+                token_embeddings, lengths, initial_state, training, self._encoder_frozen()
+            )
 
     def contextualize(self, token_embeddings, lengths, initial_state=None, training=False):
         """The outputs of :meth:`call` from framed context-free token vectors.

@@ -131,8 +131,13 @@ def published_files(model):
 
 def local_files(options_file, weight_file):
     """``options_file`` and ``weight_file`` as local paths: ``http(s)://`` URLs are fetched
-    into the cache (the options first, which bound the weight file's size)."""
+    into the cache (the options first, which bound the weight file's size); AllenNLP's URLs
+    of a published model's files are read where that model is (``published.mirrored``)."""
     options, weights = os.fspath(options_file), os.fspath(weight_file)
+    if cache.is_url(options):
+        options_file = options = published.mirrored(options)
+    if cache.is_url(weights):
+        weight_file = weights = published.mirrored(weights)
     config = None
     if cache.is_url(options):
         options = cache.fetch(options, "an options file", MAX_OPTIONS_BYTES)
