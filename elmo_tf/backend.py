@@ -6,11 +6,13 @@ whichever ``KERAS_BACKEND`` names. Two parts differ by backend, and ``bilstm_pat
 - ``"packed"`` (TensorFlow): rows sorted by length, each step's matmuls on the rows still
   running, the input half computed on the real positions only (``layers.packed_lstm``); the
   token CNN once per distinct token of a call.
-- ``"masked"`` (JAX, PyTorch): one fixed-shape loop over every position, a mask keeping each
-  row's state after its last token (``layers.masked_lstm``; ``keras.ops.scan``, which JAX
-  compiles into one ``lax.scan``); the token CNN on every position.
+- ``"eager_packed"`` (PyTorch): the same in eager PyTorch, both directions in one batched
+  matmul per step (``layers.eager_packed_lstm``); the token CNN once per distinct token.
+- ``"masked"`` (JAX): one fixed-shape loop over every position, a mask keeping each row's
+  state after its last token (``layers.masked_lstm``; ``keras.ops.scan``, which JAX compiles
+  into one ``lax.scan``); the token CNN on every position.
 
-Both compute each row's numbers from that row alone, so they agree to float32 round-off.
+All compute each row's numbers from that row alone, so they agree to float32 round-off.
 
 What is TensorFlow by nature (SavedModel and TFLite export, serving, Beam, biLM training, the
 string signatures) says so in one line on another backend (``require_tensorflow``).
@@ -39,8 +41,9 @@ def is_tensorflow():
 
 
 def bilstm_path():
-    """``"packed"`` on TensorFlow, ``"masked"`` elsewhere (see the module docstring)."""
-    return "packed" if is_tensorflow() else "masked"
+    """``"packed"`` on TensorFlow, ``"eager_packed"`` on PyTorch, ``"masked"`` on JAX (see
+    the module docstring)."""
+    return {"tensorflow": "packed", "torch": "eager_packed"}.get(name(), "masked")
 
 
 def require_tensorflow(what):
@@ -99,6 +102,8 @@ def check_weight_dtypes(model):
         return
     expected = keras.backend.standardize_dtype(model.dtype_policy.variable_dtype)
     for parameter in model.parameters():
+        if not parameter.is_floating_point():  # a dropout's seed state
+            continue
         actual = keras.backend.standardize_dtype(parameter.dtype)
         if actual != expected:
             raise TypeError(

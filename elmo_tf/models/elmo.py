@@ -178,12 +178,14 @@ class ELMo(keras.Model):
     def encode_tokens(self, char_ids, mask):
         """Context-free token vectors ``(B, T, P)`` for ids ``(B, T, 50)``; zero where masked.
 
-        On TensorFlow the CNN runs on real tokens only, and (with ``dedupe_tokens``) once per
-        distinct token; on the other backends (fixed shapes) on every position, the masked
-        ones zeroed after.
+        On TensorFlow and PyTorch the CNN runs on real tokens only, and (with
+        ``dedupe_tokens``) once per distinct token; on JAX (fixed shapes) on every position,
+        the masked ones zeroed after.
         """
         if backend.is_tensorflow():
             return _encode_real_tokens(self, char_ids, mask)
+        if backend.name() == "torch":
+            return _encode_real_tokens_torch(self, char_ids, mask)
         shape = ops.shape(char_ids)
         flat = ops.reshape(char_ids, (-1, shape[-1]))
         vectors = self.character_encoder(flat)
@@ -524,3 +526,19 @@ def _encode_real_tokens(model, char_ids, mask):
         vectors = model.character_encoder(tokens)
     shape = tf.concat([tf.shape(mask, out_type=tf.int64), [model.config.projection_dim]], 0)
     return tf.scatter_nd(positions, vectors, shape)
+
+
+def _encode_real_tokens_torch(model, char_ids, mask):
+    """``_encode_real_tokens`` in eager PyTorch (shapes that depend on the values)."""
+    import torch  # lazy: the PyTorch backend's path
+
+    mask = torch.as_tensor(mask, dtype=torch.bool)
+    tokens = char_ids[mask]  # (N, 50)
+    if model.dedupe_tokens and tokens.shape[0]:
+        unique, index = torch.unique(tokens, dim=0, return_inverse=True)
+        vectors = model.character_encoder(unique)[index]
+    else:
+        vectors = model.character_encoder(tokens)
+    embeddings = vectors.new_zeros(*mask.shape, model.config.projection_dim)
+    embeddings[mask] = vectors
+    return embeddings
