@@ -22,6 +22,7 @@ import contextlib
 
 import keras
 
+from elmo_tf import extras
 from elmo_tf.errors import ElmoError
 
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -47,7 +48,13 @@ def bilstm_path():
 
 
 def require_tensorflow(what):
-    """Raises ``BackendError`` naming ``what`` unless Keras runs on TensorFlow."""
+    """Raises ``BackendError`` naming ``what`` unless Keras runs on TensorFlow (one that says
+    how to install it where it is not)."""
+    if not is_tensorflow() and extras.missing("tensorflow"):
+        raise extras.MissingExtraError(
+            f"{what} needs TensorFlow, which is not installed: "
+            f"{extras.install_command('tensorflow')}, and KERAS_BACKEND=tensorflow"
+        )
     if not is_tensorflow():
         raise BackendError(
             f"{what} needs the TensorFlow backend; this process runs Keras on {name()} "
