@@ -83,19 +83,19 @@ def check_model(args):
     meant when a name is also a directory here. Returns the paths the model is read from (a
     command's outputs must not replace them)."""
     # lazy: after the flags' own checks, and none of them imports TensorFlow
-    from elmo_tf import presets, untrusted_files, weight_file
+    from elmo_tf import presets, untrusted_files, urls, weight_file
     from elmo_tf.config import ElmoConfig
     from elmo_tf.errors import WeightFileError
-    from elmo_tf.presets import cache
+    from elmo_tf.presets import cache_entries
 
     source = model_source(args)
     if source.saved_model is not None:
         return []
     if source.options is not None:
         given = (source.options, source.weights)
-        paths = [cache.entry_path(p) if cache.is_url(p) else p for p in given]
-        config = None if cache.is_url(source.options) else ElmoConfig.from_file(source.options)
-        if not cache.is_url(source.weights):
+        paths = [cache_entries.entry_path(p) if urls.is_url(p) else p for p in given]
+        config = None if urls.is_url(source.options) else ElmoConfig.from_file(source.options)
+        if not urls.is_url(source.weights):
             untrusted_files.check_readable(source.weights, "weight file", WeightFileError)
             if config is not None:  # the file's layout against the options, no values read
                 weight_file.check_structure(config, source.weights)

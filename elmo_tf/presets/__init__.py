@@ -16,11 +16,11 @@ given none.
 import os
 import warnings
 
-from elmo_tf import checks, untrusted_files, weight_file
+from elmo_tf import checks, untrusted_files, urls, weight_file
 from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import OptionsError, PresetError, WeightFileError
+from elmo_tf.errors import DownloadError, OptionsError, PresetError, WeightFileError
 from elmo_tf.options_file import MAX_OPTIONS_BYTES
-from elmo_tf.presets import bundled, cache, published
+from elmo_tf.presets import bundled, cache, cache_entries, published
 
 # name -> the architecture of every published model and alias
 PRESETS = {name: published.lookup(name).config for name in published.names()}
@@ -95,7 +95,7 @@ def local_paths(name_or_dir):
     if model is not None and name not in bundled.BUNDLED_MODELS:
         for url, what in zip(model.urls(), _WHAT):  # offline and not cached: said now
             cache.check_offline(url, f"{what} of {model.name!r}", f"elmo-tf download {model.name}")
-        return tuple(cache.entry_path(url) for url in model.urls())
+        return tuple(cache_entries.entry_path(url) for url in model.urls())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PresetNameWarning)
         return preset_files(name, download=False)
@@ -114,10 +114,10 @@ def published_files(model):
     )
     config = _cached_options(options, options_url)
     if _architecture(config) != _architecture(model.config):
-        cache.discard(options)
-        raise cache.DownloadError(
-            f"{options_url}: describes {config.describe()}, not the {model.name!r} architecture "
-            f"({model.config.describe()}); it was removed from the cache"
+        raise DownloadError(
+            f"{urls.public_url(options_url)}: describes {config.describe()}, not the "
+            f"{model.name!r} architecture ({model.config.describe()}); "
+            f"{cache_entries.discard(options)}"
         )
     weights = cache.fetch(
         weights_url,
@@ -134,10 +134,10 @@ def local_files(options_file, weight_file):
     into the cache (the options first, which bound the weight file's size)."""
     options, weights = os.fspath(options_file), os.fspath(weight_file)
     config = None
-    if cache.is_url(options):
+    if urls.is_url(options):
         options = cache.fetch(options, "an options file", MAX_OPTIONS_BYTES)
         config = _cached_options(options, options_file)
-    if cache.is_url(weights):
+    if urls.is_url(weights):
         config = config or ElmoConfig.from_file(options)
         url, weights = weights, cache.fetch(weights, "a weight file", weight_file_bound(config))
         _check_cached_weights(config, weights, url)
@@ -155,23 +155,22 @@ def _cached_options(path, url):
     try:
         return ElmoConfig.from_file(path)
     except OptionsError as e:
-        cache.discard(path)
-        raise OptionsError(f"{e} (downloaded from {url}; removed from the cache)") from None
+        where = f"downloaded from {urls.public_url(url)}; {cache_entries.discard(path)}"
+        raise OptionsError(f"{e} ({where})") from None
 
 
 def _check_cached_weights(config, path, url):
     """The loader's checks of a downloaded weight file (``weight_file.check_file``), the
     first time it is used from the cache (then it is known to load): a file that fails them
     is removed from the cache, so that the next use downloads it again."""
-    if cache.checked(path):
+    if cache.loader_checks_passed(path):
         return
     try:
         weight_file.check_file(config, path)
     except WeightFileError as e:
-        cache.discard(path)
-        where = f"downloaded from {cache.public_url(url)}; removed from the cache"
+        where = f"downloaded from {urls.public_url(url)}; {cache_entries.discard(path)}"
         raise WeightFileError(f"{e} ({where})") from None
-    cache.mark_checked(path)
+    cache.record_loader_checks_passed(path)
 
 
 def _architecture(config):

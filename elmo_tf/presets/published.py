@@ -23,8 +23,10 @@ holds (``ElmoConfig.parameter_count`` x 4 bytes), which is what the files hold.
 
 import dataclasses
 
-from elmo_tf import environment
+from elmo_tf import checks, environment
 from elmo_tf.config import ElmoConfig
+from elmo_tf.errors import PresetError
+from elmo_tf.presets.bundled import BUNDLED_MODELS
 
 BASE_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
 BASE_URL_VARIABLE = "ELMO_TF_MODEL_BASE_URL"
@@ -139,3 +141,23 @@ def lookup(name):
 def names():
     """Every published name and alias, sorted."""
     return sorted([*MODELS, *ALIASES])
+
+
+def named(name, action, alternative=""):
+    """The ``PublishedModel`` called ``name`` for a command that would ``action`` it
+    (``"download"``); else ``PresetError`` listing the published names, with "did you mean"
+    or, for the bundled model, that there is nothing to ``action``. ``alternative`` names what
+    else the command takes (``", or an http(s):// URL"``)."""
+    model = lookup(name)
+    if model is not None:
+        return model
+    known = ", ".join(names())
+    if name in BUNDLED_MODELS:
+        raise PresetError(
+            f"{name!r} is bundled with the package: nothing to {action} (use it as --model "
+            f"{name}); published models: {known}"
+        )
+    raise PresetError(
+        f"unknown model {name!r}; published models: {known}{alternative}"
+        + checks.did_you_mean(name, names())
+    )
