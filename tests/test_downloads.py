@@ -106,7 +106,7 @@ def test_offline_loads_a_cached_model_without_a_request(mirror, monkeypatch, sma
         (WEIGHTS_PATH, "declare_less", WeightFileError, "weights.hdf5"),
         (WEIGHTS_PATH, "declare_huge", cache.DownloadError, "declares 1,000,000,000,000 bytes"),
         (WEIGHTS_PATH, "garbage", WeightFileError, "not a readable HDF5 weight file"),
-        (OPTIONS_PATH, "garbage", OptionsError, "removed from the cache"),
+        (OPTIONS_PATH, "garbage", OptionsError, "; not kept)"),
     ],
 )
 def test_a_broken_download_is_one_line_and_leaves_nothing(mirror, path, fault, error, fragment):
@@ -389,10 +389,11 @@ def test_a_download_killed_before_its_file_is_in_place_is_counted_and_removed(mi
     elmo_tf.ELMo.from_preset("small")
     entry = pathlib.Path(cache_entries.entries()[0].path)
     directory = entry.parent
-    os.replace(entry, directory / cache_entries.PARTIAL_NAME)
+    (directory / cache_entries.PARTIAL_NAME).mkdir()
+    os.replace(entry, directory / cache_entries.PARTIAL_NAME / entry.name)
     (directory / "notes.hdf5").write_bytes(b"the user's")
-    stale = {pathlib.Path(p).name for p, _ in cache_entries.stale_files()}
-    assert stale == {cache_entries.PARTIAL_NAME, entry.name + ".json"}
+    stale = {os.path.relpath(p, directory) for p, _ in cache_entries.stale_files()}
+    assert stale == {f"{cache_entries.PARTIAL_NAME}/{entry.name}", entry.name + ".json"}
     assert main(["cache", "list"]) == 0
     assert capsys.readouterr().out.count("(stale)") == 2
     mirror.requests.clear()
@@ -412,7 +413,7 @@ def test_a_killed_download_leaves_nothing_for_good(mirror, monkeypatch, capsys):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     child = subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.DEVNULL)
     directory = os.path.dirname(cache_entries.entry_path(SMALL.urls(mirror.base_url)[1]))
-    partial = os.path.join(directory, cache_entries.PARTIAL_NAME)
+    partial = os.path.join(directory, cache_entries.PARTIAL_NAME, SMALL.weights_file)
     try:
         deadline = time.monotonic() + 120
         while not os.path.exists(partial):
@@ -483,7 +484,7 @@ def test_download_and_cache_need_no_tensorflow(mirror, tmp_path):
 
 def test_a_downloaded_weight_file_that_does_not_load_is_not_kept(mirror):
     mirror.faults[WEIGHTS_PATH] = "truncated_hdf5"
-    with pytest.raises(WeightFileError, match="removed from the cache"):
+    with pytest.raises(WeightFileError, match="; not kept\\)"):
         elmo_tf.ELMo.from_preset("small")
     assert [p for p in _cached_files() if p.endswith(".hdf5")] == []
 

@@ -11,6 +11,7 @@ import os
 
 from elmo_tf import urls
 from elmo_tf.cli.common import CommandError
+from elmo_tf.cli.model_flags import published_model
 from elmo_tf.presets import cache_entries, published
 
 
@@ -59,7 +60,7 @@ def run(args):
             cache_entries.entry_path(target)  # a usable URL
             targets.append(target)
         else:
-            targets += published.named(target, "remove", ", or an http(s):// URL").urls()
+            targets += published_model(target, "remove", ", or an http(s):// URL").urls()
     for url in targets:
         existed, kept = cache_entries.remove(url)
         print(f"{'removed' if existed else 'not cached'}: {urls.public_url(url)}")

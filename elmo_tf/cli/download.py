@@ -9,6 +9,7 @@ each file is and its size. It needs no TensorFlow.
 import os
 import sys
 
+from elmo_tf.cli.model_flags import published_model
 from elmo_tf.presets import preset_files, published
 
 
@@ -29,7 +30,7 @@ def add_parser(subparsers):
 
 def run(args):
     for name in args.names:  # every name checked before anything is downloaded
-        published.named(name, "download")
+        published_model(name, "download")
     for name in args.names:
         # Downloads what is missing, and checks the files as the loader does (the options
         # parse to the model's architecture, the weight file holds every dataset, finite):

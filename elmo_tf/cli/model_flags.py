@@ -11,9 +11,24 @@ import dataclasses
 import sys
 import warnings
 
+from elmo_tf import checks
 from elmo_tf.cli.common import CommandError
 from elmo_tf.presets import published
-from elmo_tf.presets.bundled import DEFAULT_MODEL
+from elmo_tf.presets.bundled import BUNDLED_MODELS, DEFAULT_MODEL
+
+
+def published_model(name, action, alternative=""):
+    """The ``PublishedModel`` ``name`` for a command that would ``action`` it (``download``,
+    ``cache remove``); else ``CommandError`` naming the published models (and
+    ``alternative``), with "did you mean", or that the bundled model needs nothing."""
+    if (model := published.lookup(name)) is not None:
+        return model
+    known = ", ".join(published.names())
+    if name in BUNDLED_MODELS:
+        use = f"nothing to {action} (use it as --model {name}); published models: {known}"
+        raise CommandError(f"{name!r} is bundled with the package: {use}")
+    unknown = f"unknown model {name!r}; published models: {known}{alternative}"
+    raise CommandError(unknown + checks.did_you_mean(name, published.names()))
 
 
 def add_model_arguments(parser, saved_model=False):

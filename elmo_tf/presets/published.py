@@ -7,26 +7,14 @@ none can be pinned: the cache records each file's SHA-256 when it is downloaded 
 use, ``elmo_tf.presets.cache``) and refuses a file that changed since; a downloaded options file
 must also describe the architecture listed here.
 
-==================  ===========  =======  ==========  =========================================
-name                LSTM x P     params   download    trained on
-==================  ===========  =======  ==========  =========================================
-``small``           2x1024_128   13.6 M   54 MB       1 Billion Word Benchmark (800 M tokens)
-``medium``          2x2048_256   28.0 M   112 MB      1 Billion Word Benchmark
-``original``        2x4096_512   93.6 M   374 MB      1 Billion Word Benchmark
-``original_5.5b``   2x4096_512   93.6 M   374 MB      Wikipedia (1.9 B) + WMT news crawl (3.6 B)
-``pubmed``          2x4096_512   93.6 M   374 MB      PubMed abstracts (contributed model)
-==================  ===========  =======  ==========  =========================================
-
-``full`` is an alias of ``original``. Download sizes are the float32 weights the architecture
-holds (``ElmoConfig.parameter_count`` x 4 bytes), which is what the files hold.
+The models, their sizes and what each was trained on: docs/models.md (``full`` is an alias of
+``original``).
 """
 
 import dataclasses
 
-from elmo_tf import checks, environment
+from elmo_tf import environment
 from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import PresetError
-from elmo_tf.presets.bundled import BUNDLED_MODELS
 
 BASE_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
 BASE_URL_VARIABLE = "ELMO_TF_MODEL_BASE_URL"
@@ -141,23 +129,3 @@ def lookup(name):
 def names():
     """Every published name and alias, sorted."""
     return sorted([*MODELS, *ALIASES])
-
-
-def named(name, action, alternative=""):
-    """The ``PublishedModel`` called ``name`` for a command that would ``action`` it
-    (``"download"``); else ``PresetError`` listing the published names, with "did you mean"
-    or, for the bundled model, that there is nothing to ``action``. ``alternative`` names what
-    else the command takes (``", or an http(s):// URL"``)."""
-    model = lookup(name)
-    if model is not None:
-        return model
-    known = ", ".join(names())
-    if name in BUNDLED_MODELS:
-        raise PresetError(
-            f"{name!r} is bundled with the package: nothing to {action} (use it as --model "
-            f"{name}); published models: {known}"
-        )
-    raise PresetError(
-        f"unknown model {name!r}; published models: {known}{alternative}"
-        + checks.did_you_mean(name, names())
-    )
