@@ -56,7 +56,7 @@ def fetch(url, what="file", max_bytes=None, fetch_command=None, check=None):
 
 def _lock(directory):
     """``(lock, None)``, the entry's lock held; or ``(None, error)`` where the cache cannot be
-    written (``cache_entries.READ_ONLY_ERRORS``): no process writes there then."""
+    written (``cache_entries.READ_ONLY_ERRORS``): a complete entry is read without the lock."""
     import filelock  # lazy: only a fetch needs it
 
     lock = filelock.FileLock(os.path.join(directory, cache_entries.LOCK_NAME))

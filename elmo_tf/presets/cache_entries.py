@@ -98,16 +98,15 @@ def file_problem(path):
     return "is a directory" if stat.S_ISDIR(mode) else f"is a {files.stream_kind(path) or 'device'}"
 
 
-def _is_key(name):
-    return len(name) == _KEY_LENGTH and all(c in "0123456789abcdef" for c in name)
-
-
 def _entry_directories():
-    """The entry directories the cache made: ``files/<key>/``."""
+    """The entry directories the cache made: ``files/<key>/``, a key of hex digits."""
     root = files_dir()
     if not os.path.isdir(root) or os.path.islink(root):
         return []
-    found = [os.path.join(root, key) for key in sorted(os.listdir(root)) if _is_key(key)]
+    keys = [
+        k for k in os.listdir(root) if len(k) == _KEY_LENGTH and not k.strip("0123456789abcdef")
+    ]
+    found = [os.path.join(root, key) for key in sorted(keys)]
     return [d for d in found if os.path.isdir(d) and not os.path.islink(d)]
 
 

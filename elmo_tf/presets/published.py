@@ -2,13 +2,8 @@
 
 AllenNLP publishes the official files at ``BASE_URL/<folder>/<file>``; ``ELMO_TF_MODEL_BASE_URL``
 replaces ``BASE_URL`` for every model (a company mirror, an air-gapped artefact store, tests)
-and keeps the ``<folder>/<file>`` layout under it. No hashes of these files are published, so
-none can be pinned: the cache records each file's SHA-256 when it is downloaded (trust on first
-use, ``elmo_tf.presets.cache``) and refuses a file that changed since; a downloaded options file
-must also describe the architecture listed here.
-
-The models, their sizes and what each was trained on: docs/models.md (``full`` is an alias of
-``original``).
+and keeps the ``<folder>/<file>`` layout under it. The models, their sizes and what each was
+trained on: docs/models.md (``full`` is an alias of ``original``).
 """
 
 import dataclasses
