@@ -31,8 +31,8 @@ setup(
         "h5py>=3.14,<3.15",  # TensorFlow pins h5py < 3.15
         "numpy>=2.4,<3",
         "tqdm>=4.66,<5",
-        # downloads of the published models (elmo_tf.presets.cache): the transfer, atomic
-        # writes, retries, proxies, on requests (which TensorFlow installs)
+        # downloads of the published models (elmo_tf.presets.transfer): the HTTP transfer,
+        # proxies and its progress bar, on requests (which TensorFlow installs)
         "pooch>=1.8,<2",
         "filelock>=3.12,<4",  # one process at a time per cache entry
     ],

@@ -58,3 +58,13 @@ class TrainingPlanError(ElmoError, ValueError):
 
 class ListenError(ElmoError, OSError):
     """A server cannot listen on its address (the port is in use, the host is not local)."""
+
+
+class DownloadError(ElmoError, OSError):
+    """A file could not be downloaded (HTTP error, no network, timeout, a body over its bound,
+    full disk); nothing was left in the cache."""
+
+
+class CacheError(ElmoError, OSError):
+    """The model cache cannot be used (read-only, not a directory), or a cached file changed
+    since it was downloaded."""

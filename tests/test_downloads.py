@@ -4,6 +4,7 @@ Every test talks to a loopback server holding the published layout (``model_mirr
 weights in the ``small`` shape), through ``ELMO_TF_MODEL_BASE_URL``, with a cache of its own.
 """
 
+import errno
 import os
 import pathlib
 import subprocess
@@ -17,7 +18,7 @@ import elmo_tf
 from elmo_tf import urls
 from elmo_tf.cli.main import main
 from elmo_tf.errors import ElmoError, OptionsError, WeightFileError
-from elmo_tf.presets import cache, published
+from elmo_tf.presets import cache, cache_entries, published, transfer
 
 SMALL = published.MODELS["small"]
 OPTIONS_PATH = f"/{SMALL.folder}/{SMALL.options_file}"
@@ -31,13 +32,16 @@ def mirror(model_mirror, monkeypatch, tmp_path):
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", model_mirror.base_url)
     monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(tmp_path / "cache"))
     model_mirror.faults.clear()
+    model_mirror.redirects.clear()
     model_mirror.requests.clear()
+    model_mirror.stall_seconds = 3.0
     yield model_mirror
     model_mirror.faults.clear()
+    model_mirror.redirects.clear()
 
 
 def _cached_files():
-    root = os.path.join(cache.cache_dir(), "files")
+    root = cache_entries.files_dir()
     found = []
     for directory, _, names in os.walk(root):
         found += [os.path.join(directory, n) for n in names if n != ".lock"]
@@ -65,6 +69,19 @@ def test_load_pretrained_takes_urls(mirror, small_official_files):
     model = elmo_tf.load_pretrained(options_url, weights_url)
     local = elmo_tf.load_pretrained(*small_official_files)
     np.testing.assert_array_equal(model.get_weights()[-1], local.get_weights()[-1])
+
+
+@pytest.mark.parametrize("base", published.ALLENNLP_BASE_URLS)
+def test_allennlps_urls_of_a_published_model_are_that_model(mirror, monkeypatch, base):
+    """AllenNLP code passes the published files' URLs (on either of S3's hosts): they are read
+    where the model's name is, through the mirror and the cache, and offline from the cache."""
+    options_url, weights_url = SMALL.urls(base)
+    model = elmo_tf.load_pretrained(options_url, weights_url.replace("https://", "http://"))
+    assert mirror.requests == {OPTIONS_PATH: 1, WEIGHTS_PATH: 1}
+    monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
+    again = elmo_tf.load_pretrained(*SMALL.urls(base))
+    np.testing.assert_array_equal(again.get_weights()[-1], model.get_weights()[-1])
+    assert mirror.requests == {OPTIONS_PATH: 1, WEIGHTS_PATH: 1}
 
 
 def test_offline_names_the_missing_file_and_the_command(mirror, monkeypatch):
@@ -102,7 +119,7 @@ def test_offline_loads_a_cached_model_without_a_request(mirror, monkeypatch, sma
         (WEIGHTS_PATH, "declare_less", WeightFileError, "weights.hdf5"),
         (WEIGHTS_PATH, "declare_huge", cache.DownloadError, "declares 1,000,000,000,000 bytes"),
         (WEIGHTS_PATH, "garbage", WeightFileError, "not a readable HDF5 weight file"),
-        (OPTIONS_PATH, "garbage", OptionsError, "removed from the cache"),
+        (OPTIONS_PATH, "garbage", OptionsError, "; not kept)"),
     ],
 )
 def test_a_broken_download_is_one_line_and_leaves_nothing(mirror, path, fault, error, fragment):
@@ -124,7 +141,7 @@ def test_transient_failures_are_retried(mirror):
     assert mirror.requests[WEIGHTS_PATH] == 2
 
 
-def test_errors_that_cannot_heal_are_not_retried(mirror, monkeypatch):
+def test_errors_that_cannot_heal_are_not_retried(mirror, monkeypatch, capfd):
     mirror.faults[WEIGHTS_PATH] = "404"
     with pytest.raises(cache.DownloadError) as e:
         elmo_tf.ELMo.from_preset("small")
@@ -132,13 +149,11 @@ def test_errors_that_cannot_heal_are_not_retried(mirror, monkeypatch):
     assert "HTTP 404" in str(e.value) and "docs/models.md" in str(e.value)
     # a host name that does not resolve: tried once, one line with the cause and what to do
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", "http://nosuchhost.invalid/elmo")
-    attempts = []
-    real = cache._transient
-    monkeypatch.setattr(cache, "_transient", lambda e, p: attempts.append(e) or real(e, p))
+    capfd.readouterr()
     with pytest.raises(cache.DownloadError) as e:
         elmo_tf.ELMo.from_preset("small")
     message = str(e.value)
-    assert len(attempts) == 1 and "\n" not in message
+    assert "trying again" not in capfd.readouterr().err and "\n" not in message
     assert message.startswith("http://nosuchhost.invalid/elmo/2x1024_128_2048cnn_1xhighway/")
     assert "the host name does not resolve" in message
     # the options file came before the 404: what to do is to use that address again
@@ -146,16 +161,16 @@ def test_errors_that_cannot_heal_are_not_retried(mirror, monkeypatch):
 
 
 def test_a_server_that_compresses_although_asked_not_to(mirror, small_official_files):
-    """The bytes are counted on the wire: a gzipped body of its declared length is whole (it
-    used to be refused as 'declared 221 bytes but sent 335')."""
+    """A gzipped body of its declared length is whole: it is decoded, and its decoded bytes
+    count against the file's bound (test_a_compressed_body_is_bounded_as_it_is_written)."""
     mirror.faults[OPTIONS_PATH] = "gzip_anyway"
     model = elmo_tf.ELMo.from_preset("small")
     assert model.config == elmo_tf.load_pretrained(*small_official_files).config
 
 
 def test_a_slow_server_times_out(mirror, monkeypatch):
-    monkeypatch.setattr(cache, "READ_TIMEOUT", 0.5)
-    monkeypatch.setattr(cache, "RETRIES", 0)
+    monkeypatch.setattr(transfer, "READ_TIMEOUT", 0.5)
+    monkeypatch.setattr(transfer, "RETRIES", 0)
     mirror.stall_seconds = 2.0
     mirror.faults[OPTIONS_PATH] = "stall"
     with pytest.raises(cache.DownloadError, match=r"no data, or less than 64 KiB, for 0.5 s"):
@@ -164,23 +179,23 @@ def test_a_slow_server_times_out(mirror, monkeypatch):
 
 def test_a_server_that_drips_bytes_times_out(mirror, monkeypatch):
     """A byte every 0.1 s is never idle for the read timeout, but brings less than 64 KiB in
-    it: cut off after about the timeout (it used to go on for ever), nothing kept."""
-    monkeypatch.setattr(cache, "READ_TIMEOUT", 1.0)
-    monkeypatch.setattr(cache, "RETRIES", 0)
+    it: cut off after about the timeout, nothing kept."""
+    monkeypatch.setattr(transfer, "READ_TIMEOUT", 1.0)
+    monkeypatch.setattr(transfer, "RETRIES", 0)
     mirror.stall_seconds = 20.0
     mirror.faults[OPTIONS_PATH] = "drip"
     start = time.monotonic()
     with pytest.raises(cache.DownloadError, match=r"less than 64 KiB, for 1.0 s"):
         elmo_tf.ELMo.from_preset("small")
     assert time.monotonic() - start < 10
-    assert cache.entries() == []
+    assert cache_entries.entries() == [] and cache_entries.stale_files() == []
 
 
 def test_no_network(mirror, monkeypatch):
-    """The cause whole, in one line: it used to be cut at 300 characters, right where the
-    reason was ("Failed to establish a new connection: [Errno 1")."""
+    """The cause whole, in one line (not cut where the reason is: "Failed to establish a new
+    connection: [Errno 1")."""
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", "http://127.0.0.1:9/nothing")
-    monkeypatch.setattr(cache, "RETRIES", 0)
+    monkeypatch.setattr(transfer, "RETRIES", 0)
     with pytest.raises(cache.DownloadError) as e:
         elmo_tf.ELMo.from_preset("small")
     message = str(e.value)
@@ -191,10 +206,9 @@ def test_no_network(mirror, monkeypatch):
 
 
 def test_a_retry_is_said(mirror, monkeypatch, capfd):
-    """A failure that may heal is tried again, and each new try is said on stderr (a refused
-    connection used to take seconds without a word)."""
+    """A failure that may heal is tried again, and each new try is said on stderr."""
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", "http://127.0.0.1:9/nothing")
-    monkeypatch.setattr(cache, "RETRIES", 1)
+    monkeypatch.setattr(transfer, "RETRIES", 1)
     with pytest.raises(cache.DownloadError, match="the connection was refused"):
         elmo_tf.ELMo.from_preset("small")
     err = capfd.readouterr().err
@@ -206,10 +220,10 @@ def test_a_retry_is_said(mirror, monkeypatch, capfd):
 
 def test_a_failed_download_names_the_copy_cached_under_another_address(mirror, monkeypatch):
     """A new shell, another (here unreachable) base URL: the failure says where the model is
-    cached and which variable to set, at the first try (it used to say so only offline)."""
+    cached and which variable to set, at the first try."""
     elmo_tf.ELMo.from_preset("small")  # cached under the mirror's URL
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", "http://127.0.0.1:9/elsewhere")
-    monkeypatch.setattr(cache, "RETRIES", 0)
+    monkeypatch.setattr(transfer, "RETRIES", 0)
     with pytest.raises(cache.DownloadError) as e:
         elmo_tf.ELMo.from_preset("small")
     message = str(e.value)
@@ -353,9 +367,9 @@ def test_cache_clear_removes_only_what_the_cache_made(mirror, tmp_path, monkeypa
     (home / "files" / "my-own-file").write_text("not the cache's", encoding="utf-8")
     monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(home))
     elmo_tf.ELMo.from_preset("small")
-    assert len(cache.entries()) == 2
+    assert len(cache_entries.entries()) == 2
     # a user's files inside an entry's directory are not the cache's either
-    entry = pathlib.Path(cache.entries()[0].path).parent
+    entry = pathlib.Path(cache_entries.entries()[0].path).parent
     (entry / "precious.txt").write_text("mine", encoding="utf-8")
     (entry / "mydir").mkdir()
     (entry / "mydir" / "p2").write_text("mine", encoding="utf-8")
@@ -363,7 +377,7 @@ def test_cache_clear_removes_only_what_the_cache_made(mirror, tmp_path, monkeypa
     out = capsys.readouterr().out
     assert "removed 1 cache entry" in out, out
     assert f"kept {entry}: it holds files the cache did not make" in out
-    assert cache.entries() == [] and sorted(os.listdir(entry)) == ["mydir", "precious.txt"]
+    assert cache_entries.entries() == [] and sorted(os.listdir(entry)) == ["mydir", "precious.txt"]
     assert (entry / "mydir" / "p2").read_text(encoding="utf-8") == "mine"
     assert sorted(p.name for p in home.iterdir()) == ["files", "notes", "report.hdf5"]
     assert (home / "notes" / "todo.txt").read_text(encoding="utf-8") == "mine"
@@ -372,7 +386,7 @@ def test_cache_clear_removes_only_what_the_cache_made(mirror, tmp_path, monkeypa
     elmo_tf.ELMo.from_preset("small")
     assert main(["cache", "remove", "small"]) == 0
     assert f"kept {entry}: it holds files the cache did not make" in capsys.readouterr().out
-    assert cache.entries() == [] and sorted(os.listdir(entry)) == ["mydir", "precious.txt"]
+    assert cache_entries.entries() == [] and sorted(os.listdir(entry)) == ["mydir", "precious.txt"]
     # and a cache directory that is a regular file: named, nothing removed
     monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(home / "report.hdf5"))
     for action in ("clear", "list"):
@@ -381,45 +395,52 @@ def test_cache_clear_removes_only_what_the_cache_made(mirror, tmp_path, monkeypa
     assert (home / "report.hdf5").read_bytes() == b"mine too"
 
 
-def test_a_download_killed_before_its_record_is_counted_and_removed(mirror, capsys):
-    """Killed after its file is in place but before the record: the entry's marker names the
-    file, whatever its name; a file the marker does not name stays (it is not the cache's)."""
+def test_a_download_killed_before_its_file_is_in_place_is_counted_and_removed(mirror, capsys):
+    """Killed after the record was written, before the body was renamed onto the file's name:
+    the partial body and the record without its file are stale (counted, removed by the next
+    fetch); a file of the user's beside them stays."""
     elmo_tf.ELMo.from_preset("small")
-    entry = pathlib.Path(cache.entries()[0].path).parent
-    (entry / "weights?x=1").write_bytes(b"the whole body, no record yet")
-    (entry / cache.PENDING_NAME).write_text("weights?x=1\n", encoding="utf-8")
-    (entry / "notes.hdf5").write_bytes(b"the user's")
-    stale = {pathlib.Path(p).name for p, _ in cache.stale_files()}
-    assert stale == {"weights?x=1", cache.PENDING_NAME}
+    entry = pathlib.Path(cache_entries.entries()[0].path)
+    directory = entry.parent
+    (directory / cache_entries.PARTIAL_NAME).mkdir()
+    os.replace(entry, directory / cache_entries.PARTIAL_NAME / entry.name)
+    (directory / "notes.hdf5").write_bytes(b"the user's")
+    stale = {os.path.relpath(p, directory) for p, _ in cache_entries.stale_files()}
+    assert stale == {f"{cache_entries.PARTIAL_NAME}/{entry.name}", entry.name + ".json"}
+    assert main(["cache", "list"]) == 0
+    assert capsys.readouterr().out.count("(stale)") == 2
+    mirror.requests.clear()
+    elmo_tf.ELMo.from_preset("small")  # the entry's next fetch: downloaded again
+    assert sum(mirror.requests.values()) == 1 and cache_entries.stale_files() == []
     assert main(["cache", "clear"]) == 0
-    assert f"kept {entry}" in capsys.readouterr().out
-    assert os.listdir(entry) == ["notes.hdf5"]
+    assert f"kept {directory}" in capsys.readouterr().out
+    assert os.listdir(directory) == ["notes.hdf5"]
 
 
 def test_a_killed_download_leaves_nothing_for_good(mirror, monkeypatch, capsys):
-    """A download killed with SIGKILL leaves its temporary file: cache list counts it, and the
+    """A download killed with SIGKILL leaves its partial body: cache list counts it, and the
     next fetch of the entry removes it."""
     mirror.faults[WEIGHTS_PATH] = "drip"
     mirror.stall_seconds = 60.0
     script = "import elmo_tf; elmo_tf.ELMo.from_preset('small')"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     child = subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.DEVNULL)
-    directory = os.path.dirname(cache.entry_path(SMALL.urls(mirror.base_url)[1]))
+    directory = os.path.dirname(cache_entries.entry_path(SMALL.urls(mirror.base_url)[1]))
+    partial = os.path.join(directory, cache_entries.PARTIAL_NAME, SMALL.weights_file)
     try:
         deadline = time.monotonic() + 120
-        while not (os.path.isdir(directory) and [n for n in os.listdir(directory) if "tmp" in n]):
+        while not os.path.exists(partial):
             assert child.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
     finally:
         child.kill()
         child.wait()
-    (stale_path, _), *_ = cache.stale_files()
-    assert os.path.dirname(stale_path) == directory
+    assert cache_entries.stale_files() == [(partial, os.path.getsize(partial))]
     assert main(["cache", "list"]) == 0
     assert "(stale)" in capsys.readouterr().out
     mirror.faults.clear()
     elmo_tf.ELMo.from_preset("small")
-    assert cache.stale_files() == [] and not os.path.exists(stale_path)
+    assert cache_entries.stale_files() == [] and not os.path.exists(partial)
     assert main(["cache", "list"]) == 0
     assert "(stale)" not in capsys.readouterr().out
 
@@ -435,8 +456,8 @@ def test_credentials_in_the_mirror_url_are_never_shown_or_stored(mirror, monkeyp
     assert sum(line.startswith("small\t") for line in printed.splitlines()) == 2, printed
     assert main(["cache", "remove", f"{user_url}/nothing.json"]) == 0
     assert capfd.readouterr().out == f"not cached: {mirror.base_url}/nothing.json\n"
-    for entry in cache.entries():
-        record = entry.record_path
+    for entry in cache_entries.entries():
+        record = entry.path + cache_entries.RECORD_SUFFIX
         assert "s3cret" not in open(record, encoding="utf-8").read()
         assert os.stat(record).st_mode & 0o077 == 0  # as private as the data file
         assert os.stat(record).st_mode & 0o777 == os.stat(entry.path).st_mode & 0o777
@@ -476,7 +497,7 @@ def test_download_and_cache_need_no_tensorflow(mirror, tmp_path):
 
 def test_a_downloaded_weight_file_that_does_not_load_is_not_kept(mirror):
     mirror.faults[WEIGHTS_PATH] = "truncated_hdf5"
-    with pytest.raises(WeightFileError, match="removed from the cache"):
+    with pytest.raises(WeightFileError, match="; not kept\\)"):
         elmo_tf.ELMo.from_preset("small")
     assert [p for p in _cached_files() if p.endswith(".hdf5")] == []
 
@@ -537,18 +558,18 @@ def test_a_model_name_that_is_also_a_directory_means_the_model(
     ],
 )
 def test_a_url_is_shown_without_credentials_whatever_it_holds(url, shown, usable):
-    """It used to parse the URL first: an invalid port or address was a traceback."""
+    """Shown without parsing the URL first: an invalid port or address is no traceback."""
     assert urls.public_url(url) == shown
-    assert cache.is_url(url) and (urls.problem(url) is None) == usable
+    assert urls.is_url(url) and (urls.problem(url) is None) == usable
     if not usable:
         with pytest.raises(cache.DownloadError) as e:
-            cache.entry_path(url)
+            cache_entries.entry_path(url)
         assert "cret" not in str(e.value) and "dEf" not in str(e.value)
 
 
 def test_offline_and_not_cached_is_said_before_the_work(mirror, monkeypatch, tmp_path, capsys):
     """The command's own checks (before TensorFlow starts) raise the offline error, not the
-    load after it (which used to take the seconds of a TensorFlow start)."""
+    load after it (after the seconds of a TensorFlow start)."""
     from elmo_tf import presets
 
     monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
@@ -560,3 +581,259 @@ def test_offline_and_not_cached_is_said_before_the_work(mirror, monkeypatch, tmp
     (line,) = capsys.readouterr().err.splitlines()
     assert "ELMO_TF_OFFLINE forbids downloading it: run elmo-tf download small" in line
     assert mirror.requests == {} and not (tmp_path / "o.hdf5").exists()
+
+
+def _fetch(mirror, path, max_bytes):
+    """``cache.fetch`` of one mirror path with a bound of its own."""
+    return cache.fetch(f"{mirror.base_url}{path}", "the test file", max_bytes)
+
+
+@pytest.mark.parametrize("fault", [None, "undeclared", "gzip_anyway"])
+def test_each_bound_holds_at_its_edge(mirror, monkeypatch, fault):
+    """A body of exactly its bound is kept, one byte more is refused, nothing of it kept:
+    declared (refused before the body), undeclared (refused as it is written) and compressed
+    against our Accept-Encoding: identity (counted decoded, as written)."""
+    body = bytes(range(256)) * 40  # 10,240 bytes; gzip makes them fewer on the wire
+    for path in ("/edge/exact.bin", "/edge/over.bin"):
+        monkeypatch.setitem(mirror.files, path, body)
+        mirror.faults[path] = fault
+    with open(_fetch(mirror, "/edge/exact.bin", len(body)), "rb") as f:
+        assert f.read() == body
+    with pytest.raises(cache.DownloadError) as e:
+        _fetch(mirror, "/edge/over.bin", len(body) - 1)
+    expected = "declares 10,240 bytes, more than the 10,239" if fault is None else (
+        "the test file is larger than the 10,239 bytes it can hold"
+    )  # fmt: skip
+    assert expected in str(e.value) and mirror.requests["/edge/over.bin"] == 1
+    assert [p for p in _cached_files() if "over.bin" in p] == []
+
+
+def test_a_compressed_body_is_bounded_as_it_is_written(mirror):
+    """A gzip bomb (64 KiB on the wire, 64 MiB decoded) for the options file: cut at its bound
+    (1 MiB) as it is decoded, not retried, nothing kept."""
+    mirror.faults[OPTIONS_PATH] = "gzip_bomb"
+    with pytest.raises(cache.DownloadError) as e:
+        elmo_tf.ELMo.from_preset("small")
+    assert "the options file of 'small' is larger than the 1,048,576 bytes" in str(e.value)
+    assert mirror.requests[OPTIONS_PATH] == 1 and _cached_files() == []
+
+
+@pytest.mark.slow
+def test_no_download_writes_past_its_bound(mirror, tmp_path):
+    """The gzip bomb again, in a process that cannot write a file past the options' bound
+    (RLIMIT_FSIZE): a write past it would end in "File too large", not in the bound's error."""
+    script = (
+        "import resource, signal\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))\n"
+        "from elmo_tf.presets import preset_files\n"
+        "preset_files('small')\n"
+    )
+    mirror.faults[OPTIONS_PATH] = "gzip_bomb"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), PYTHONDONTWRITEBYTECODE="1")
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert "is larger than the 1,048,576 bytes it can hold" in done.stderr, done.stderr[-2000:]
+    assert "File too large" not in done.stderr and _cached_files() == []
+
+
+@pytest.mark.parametrize("value", ["-1", "0x10", " 12 abc", "9" * 5000])
+def test_a_size_that_is_no_size_is_refused_at_once(mirror, value):
+    """A negative or unreadable Content-Length is refused on the headers, without waiting
+    for the server to close (here it holds the connection for 30 s), and not retried."""
+    mirror.stall_seconds = 30.0
+    mirror.bad_length = value
+    mirror.faults[OPTIONS_PATH] = "bad_length"
+    start = time.monotonic()
+    with pytest.raises(cache.DownloadError) as e:
+        elmo_tf.ELMo.from_preset("small")
+    message = str(e.value)
+    expected = "a 5000-digit number of bytes" if len(value) > 20 else "an invalid size"
+    assert expected in message and "nothing was written" in message and len(message) < 400
+    assert time.monotonic() - start < 10 and mirror.requests[OPTIONS_PATH] == 1
+    assert _cached_files() == []
+
+
+@pytest.mark.parametrize("fault", ["204", "304", "302", "300", "206"])
+def test_an_answer_that_is_not_the_file_is_refused(mirror, fault):
+    """204, 304, a 3xx without a Location, a 206 nobody asked for: no file, one line, not
+    retried, nothing cached."""
+    mirror.faults[WEIGHTS_PATH] = fault
+    with pytest.raises(cache.DownloadError) as e:
+        elmo_tf.ELMo.from_preset("small")
+    assert f"the server answers HTTP {fault} " in str(e.value) and "not the file" in str(e.value)
+    assert mirror.requests[WEIGHTS_PATH] == 1
+    assert [p for p in _cached_files() if p.endswith(".hdf5")] == []
+
+
+@pytest.mark.parametrize(
+    "location, fragment",
+    [
+        ("file:///elmo/weights.hdf5", "not a usable URL (not an http:// or https:// URL)"),
+        ("ftp://127.0.0.1/weights.hdf5", "not a usable URL (not an http:// or https:// URL)"),
+        ("http://[::1/weights.hdf5", "not a usable URL (Invalid IPv6 URL)"),
+        ("http://127.0.0.1:99999/w.hdf5", "not a usable URL (Port out of range 0-65535)"),
+        ("http://alice:se#cret@127.0.0.1/w", "not a usable URL (an '@' past the host"),
+        (WEIGHTS_PATH, "redirects in a loop (back to http://127.0.0.1:"),
+        ("/hop/1", "redirects in a loop"),  # /hop/1 -> /hop/2 -> the weights -> /hop/1
+    ],
+)
+def test_a_redirect_is_checked_as_our_urls_are(mirror, location, fragment):
+    """Every URL a server hands us is checked as ours are: a redirect elsewhere than
+    http(s)://, to an invalid URL, in a loop or past 10 hops is one line, not retried."""
+    mirror.redirects[WEIGHTS_PATH] = location
+    mirror.redirects.update({"/hop/1": "/hop/2", "/hop/2": WEIGHTS_PATH})
+    with pytest.raises(cache.DownloadError) as e:
+        elmo_tf.ELMo.from_preset("small")
+    message = str(e.value)
+    assert fragment in message and "\n" not in message and "cret" not in message, message
+    assert message.startswith(f"{mirror.base_url}{WEIGHTS_PATH}: cannot download the weight")
+    assert mirror.requests[WEIGHTS_PATH] == 1  # a loop is seen before it is followed
+    assert [p for p in _cached_files() if p.endswith(".hdf5")] == []
+
+
+@pytest.mark.parametrize("hops", [10, 11])
+def test_redirects_to_usable_urls_are_followed_ten_times(mirror, monkeypatch, hops):
+    """At the bound's edge: 10 redirects are followed (the file cached under the address
+    asked for), the 11th is refused."""
+    monkeypatch.setitem(mirror.files, "/moved/weights.hdf5", mirror.files[WEIGHTS_PATH])
+    chain = [WEIGHTS_PATH] + [f"/hop/{i}" for i in range(1, hops)] + ["/moved/weights.hdf5"]
+    mirror.redirects.update(zip(chain[:-1], chain[1:]))
+    if hops > 10:
+        with pytest.raises(cache.DownloadError, match="more than 10 redirects; nothing was"):
+            elmo_tf.ELMo.from_preset("small")
+        assert mirror.requests["/moved/weights.hdf5"] == 0
+        return
+    assert elmo_tf.ELMo.from_preset("small").config.projection_dim == 128
+    assert mirror.requests["/moved/weights.hdf5"] == 1
+    assert cache_entries.read_entry(cache_entries.entry_path(SMALL.urls()[1])) is not None
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "full directory"])
+def test_a_cached_file_replaced_by_no_file(mirror, capsys, kind):
+    """A directory or a named pipe where a cached file was: refused at once (never opened),
+    listed without a size, and removed by cache remove (a directory only when empty: one
+    holding files is the user's and is kept, said)."""
+    from conftest import special_file
+
+    elmo_tf.ELMo.from_preset("small")
+    (weights,) = [p for p in _cached_files() if p.endswith(".hdf5")]
+    os.remove(weights)
+    if kind == "fifo":
+        special_file(weights, "fifo")
+    else:
+        os.mkdir(weights)
+        if kind == "full directory":
+            pathlib.Path(weights, "mine.txt").write_text("mine", encoding="utf-8")
+    shown = "is a named pipe" if kind == "fifo" else "is a directory"
+    with pytest.raises(cache.CacheError, match=f"the cached copy of .* {shown}; it is not"):
+        elmo_tf.ELMo.from_preset("small")
+    assert main(["cache", "list"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if weights in x]
+    assert line.startswith("small\t-\t") and f"{shown}, not the cached file" in line
+    assert main(["cache", "remove", "small"]) == 0
+    out = capsys.readouterr().out
+    assert os.path.lexists(weights) == (kind == "full directory")
+    assert ("kept " in out) == (kind == "full directory")
+    if kind != "full directory":
+        assert elmo_tf.ELMo.from_preset("small").config.projection_dim == 128
+
+
+def test_cache_remove_answers_as_download_does(mirror, capsys):
+    """A misspelt name gets "did you mean", the bundled model its own answer, an unusable URL
+    its reason; every target is checked before anything is removed."""
+    main(["download", "small"])
+    capsys.readouterr()
+    for targets, fragment in [
+        (["smal"], "unknown model 'smal'; published models: full,"),
+        (["smal"], "small, or an http(s):// URL; did you mean 'small'?"),
+        (["sotu"], "'sotu' is bundled with the package: nothing to remove (use it as --model"),
+        (["small", "http://[::1"], "http://[::1: not a usable URL (Invalid IPv6 URL)"),
+    ]:
+        assert main(["cache", "remove", *targets]) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and fragment in err and len(err.splitlines()) == 1, err
+    assert len(cache_entries.entries()) == 2  # nothing removed
+
+
+def test_a_subcommand_says_its_own_usage(capsys):
+    assert main(["cache", "list", "extra"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: elmo-tf cache list ")
+    assert "elmo-tf cache list: error: unrecognized arguments: extra" in err
+
+
+def _read_only(monkeypatch):
+    """The cache as a read-only mount answers: EROFS for the lock and every removal."""
+    import filelock
+
+    def refused(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(filelock.FileLock, "acquire", refused)
+    for name in ("unlink", "rmdir"):
+        monkeypatch.setattr(os, name, refused)
+
+
+@pytest.mark.parametrize("offline", ["", "1"])
+def test_a_read_only_cache_is_read_without_a_lock(mirror, monkeypatch, capsys, offline):
+    """A complete cache that cannot be written (a read-only mount: EROFS at the lock) loads,
+    downloads nothing, and says in one line what it cannot do."""
+    elmo_tf.ELMo.from_preset("small")
+    mirror.requests.clear()
+    monkeypatch.setenv("ELMO_TF_OFFLINE", offline)
+    _read_only(monkeypatch)
+    assert elmo_tf.ELMo.from_preset("small").config.projection_dim == 128
+    assert main(["download", "small"]) == 0 and capsys.readouterr().out.count("small\t") == 2
+    for action in (["remove", "small"], ["clear"]):
+        assert main(["cache", *action]) == 1
+        (line,) = capsys.readouterr().err.splitlines()
+        assert f"the model cache {cache_entries.cache_dir()} is read-only (Read-only file" in line
+    assert len(cache_entries.entries()) == 2 and mirror.requests == {}
+    with pytest.raises(ElmoError) as e:  # a file not cached
+        cache.fetch(f"{mirror.base_url}/nothing.json")
+    expected = "forbids downloading it" if offline else "is read-only (Read-only file system)"
+    assert expected in str(e.value) and mirror.requests == {}
+
+
+@pytest.mark.slow
+def test_a_cache_on_a_read_only_mount(mirror, tmp_path):
+    """The cache bind-mounted read-only (in a user and mount namespace of its own: no change
+    to this machine's mounts): embed, download and cache remove, as a user runs them."""
+    elmo_tf.ELMo.from_preset("small")
+    root = cache_entries.cache_dir()
+    probe = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"no user namespaces here: {probe.stderr.decode()[-200:]}")
+    text = tmp_path / "in.txt"
+    text.write_text("The bank closed .\n", encoding="utf-8")
+    script = (
+        "from elmo_tf.cli.main import main\n"
+        f"print(main(['embed', {str(text)!r}, {str(tmp_path / 'o.hdf5')!r}, '--model', 'small']))\n"
+        "print(main(['download', 'small']))\n"
+        "print(main(['cache', 'remove', 'small']))\n"
+    )
+    mount = f"mount --bind {root} {root} && mount -o remount,ro,bind {root}"
+    command = f'{mount} && touch {root}/x 2>/dev/null; exec {sys.executable} -c "$0"'
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", command, script],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    statuses = [line for line in done.stdout.splitlines() if line.isdigit()]
+    assert statuses == ["0", "0", "1"], done.stdout + done.stderr[-3000:]
+    assert done.stdout.count("small\t") == 2 and (tmp_path / "o.hdf5").exists()
+    assert f"error: cannot remove {root}/files/" in done.stderr
+    assert "is read-only (Read-only file system)" in done.stderr
+    assert not os.path.exists(f"{root}/x") and len(cache_entries.entries()) == 2
+
+
+def test_an_options_file_of_another_architecture_is_not_kept(mirror, monkeypatch, tiny_files):
+    """Checked before it is recorded: refused, nothing cached, the weights never asked for."""
+    monkeypatch.setitem(mirror.files, OPTIONS_PATH, pathlib.Path(tiny_files[0]).read_bytes())
+    with pytest.raises(OptionsError, match=r"not the 'small' architecture .*; not kept\)$"):
+        elmo_tf.ELMo.from_preset("small")
+    assert _cached_files() == [] and mirror.requests[WEIGHTS_PATH] == 0

@@ -43,11 +43,11 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
+from elmo_tf import urls
 from elmo_tf.beam import DEFAULT_INNER_BATCH_SIZE, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MIN_BATCH_SIZE
 from elmo_tf.embedding_file import LAYER_CHOICES, layer_stack, select_layers
 from elmo_tf.models import ELMo, load_pretrained
 from elmo_tf.models.length_batches import DEFAULT_MAX_BATCH_TOKENS, check_max_batch_tokens
-from elmo_tf.presets import cache
 from elmo_tf.presets.bundled import DEFAULT_MODEL
 
 # The files a remote model directory must hold (copied to local disk before loading).
@@ -174,7 +174,7 @@ def split_rows(outputs, n_lstm_layers, layers):
 def _is_remote(path):
     """A path on a Beam filesystem (``gs://``...); ``http(s)://`` URLs go through the model
     cache (``elmo_tf.presets.cache``) instead."""
-    return "://" in path and not cache.is_url(path)
+    return "://" in path and not urls.is_url(path)
 
 
 def _join(directory, name):

@@ -9,8 +9,10 @@ the directory may hold other files). The cache is ``ELMO_TF_CACHE_DIR``, else
 
 import os
 
+from elmo_tf import urls
 from elmo_tf.cli.common import CommandError
-from elmo_tf.presets import cache, published
+from elmo_tf.cli.model_flags import published_model
+from elmo_tf.presets import cache_entries, published
 
 
 def add_parser(subparsers):
@@ -35,34 +37,33 @@ def _sentence(help_text):
 
 
 def run(args):
-    root = cache.cache_dir()
+    root = cache_entries.cache_dir()
     if os.path.lexists(root) and not os.path.isdir(root):
         raise CommandError(
-            f"{root} is not a directory: set {cache.CACHE_VARIABLE} to the cache's directory"
+            f"{root} is not a directory: set {cache_entries.CACHE_VARIABLE} to the cache's "
+            "directory"
         )
     if args.action == "list":
         return _list()
     if args.action == "clear":
-        count, kept = cache.clear()
-        print(f"removed {count} cache entr{'y' if count == 1 else 'ies'} from {cache.files_dir()}")
+        count, kept = cache_entries.clear()
+        print(
+            f"removed {count} cache entr{'y' if count == 1 else 'ies'} from "
+            f"{cache_entries.files_dir()}"
+        )
         for directory in kept:
             print(f"kept {directory}: it holds files the cache did not make")
         return 0
-    urls = []
+    targets = []  # every target checked before anything is removed
     for target in args.targets:
-        model = published.lookup(target)
-        if model is not None:
-            urls += model.urls()
-        elif cache.is_url(target):
-            urls.append(target)
+        if urls.is_url(target):
+            cache_entries.entry_path(target)  # a usable URL
+            targets.append(target)
         else:
-            raise CommandError(
-                f"{target!r} is neither a published model ({', '.join(published.names())}) "
-                "nor an http(s):// URL"
-            )
-    for url in urls:
-        existed, kept = cache.remove(url)
-        print(f"{'removed' if existed else 'not cached'}: {cache.public_url(url)}")
+            targets += published_model(target, "remove", ", or an http(s):// URL").urls()
+    for url in targets:
+        existed, kept = cache_entries.remove(url)
+        print(f"{'removed' if existed else 'not cached'}: {urls.public_url(url)}")
         if kept:
             print(f"kept {kept}: it holds files the cache did not make")
     return 0
@@ -72,14 +73,19 @@ def _list():
     names = {}
     for name in sorted(published.MODELS):
         for url in published.MODELS[name].urls():
-            names[cache.public_url(url)] = name  # as the cache records it
-    entries = cache.entries()
-    stale = cache.stale_files()
-    print(f"cache: {cache.cache_dir()} ({len(entries)} files)")
+            names[urls.public_url(url)] = name  # as the cache records it
+    entries = cache_entries.entries()
+    stale = cache_entries.stale_files()
+    print(f"cache: {cache_entries.cache_dir()} ({len(entries)} files)")
     total = 0
     for entry in entries:
+        name = names.get(entry.url, "-")
+        if problem := cache_entries.file_problem(entry.path):
+            print(f"{name}\t-\t{entry.path}\t{entry.url}\t{problem}, not the cached file: "
+                  "elmo-tf cache remove removes it")  # fmt: skip
+            continue
         total += entry.size
-        print(f"{names.get(entry.url, '-')}\t{entry.size:,}\t{entry.path}\t{entry.url}")
+        print(f"{name}\t{entry.size:,}\t{entry.path}\t{entry.url}")
     for path, size in stale:
         total += size
         print(f"(stale)\t{size:,}\t{path}\tleft by a download cut short; the next fetch removes it")

@@ -9,10 +9,8 @@ each file is and its size. It needs no TensorFlow.
 import os
 import sys
 
-from elmo_tf import checks
-from elmo_tf.cli.common import CommandError
+from elmo_tf.cli.model_flags import published_model
 from elmo_tf.presets import preset_files, published
-from elmo_tf.presets.bundled import BUNDLED_MODELS
 
 
 def add_parser(subparsers):
@@ -31,17 +29,8 @@ def add_parser(subparsers):
 
 
 def run(args):
-    unknown = [name for name in args.names if published.lookup(name) is None]
-    if unknown and unknown[0] in BUNDLED_MODELS:
-        raise CommandError(
-            f"{unknown[0]!r} is bundled with the package: nothing to download (use it as "
-            f"--model {unknown[0]}); published models: {', '.join(published.names())}"
-        )
-    if unknown:
-        raise CommandError(
-            f"unknown model {unknown[0]!r}; published models: {', '.join(published.names())}"
-            + checks.did_you_mean(unknown[0], published.names())
-        )
+    for name in args.names:  # every name checked before anything is downloaded
+        published_model(name, "download")
     for name in args.names:
         # Downloads what is missing, and checks the files as the loader does (the options
         # parse to the model's architecture, the weight file holds every dataset, finite):

@@ -77,6 +77,15 @@ def _all_parsers(parser):
                 yield from _all_parsers(sub)
 
 
+def _parser_of(parser, args):
+    """The innermost subcommand parser that ``args`` were parsed by (``elmo-tf cache list``)."""
+    for action in parser._actions:
+        chosen = getattr(args, action.dest, None)
+        if isinstance(action, argparse._SubParsersAction) and chosen in action.choices:
+            return _parser_of(action.choices[chosen], args)
+    return parser
+
+
 # reStructuredText roles and literals, as the modules' docstrings write them.
 _RST_ROLE = re.compile(r":\w+:`([^`]*)`")
 _RST_LITERAL = re.compile(r"``([^`]*)``")
@@ -118,7 +127,9 @@ def main(argv=None, as_command=False):
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said with the usage of the command they were given to
+            _parser_of(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as e:  # --help, --version and usage errors; argparse has printed them
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
 

@@ -11,9 +11,24 @@ import dataclasses
 import sys
 import warnings
 
+from elmo_tf import checks
 from elmo_tf.cli.common import CommandError
 from elmo_tf.presets import published
-from elmo_tf.presets.bundled import DEFAULT_MODEL
+from elmo_tf.presets.bundled import BUNDLED_MODELS, DEFAULT_MODEL
+
+
+def published_model(name, action, alternative=""):
+    """The ``PublishedModel`` ``name`` for a command that would ``action`` it (``download``,
+    ``cache remove``); else ``CommandError`` naming the published models (and
+    ``alternative``), with "did you mean", or that the bundled model needs nothing."""
+    if (model := published.lookup(name)) is not None:
+        return model
+    known = ", ".join(published.names())
+    if name in BUNDLED_MODELS:
+        use = f"nothing to {action} (use it as --model {name}); published models: {known}"
+        raise CommandError(f"{name!r} is bundled with the package: {use}")
+    unknown = f"unknown model {name!r}; published models: {known}{alternative}"
+    raise CommandError(unknown + checks.did_you_mean(name, published.names()))
 
 
 def add_model_arguments(parser, saved_model=False):
@@ -83,19 +98,19 @@ def check_model(args):
     meant when a name is also a directory here. Returns the paths the model is read from (a
     command's outputs must not replace them)."""
     # lazy: after the flags' own checks, and none of them imports TensorFlow
-    from elmo_tf import presets, untrusted_files, weight_file
+    from elmo_tf import presets, untrusted_files, urls, weight_file
     from elmo_tf.config import ElmoConfig
     from elmo_tf.errors import WeightFileError
-    from elmo_tf.presets import cache
+    from elmo_tf.presets import cache_entries
 
     source = model_source(args)
     if source.saved_model is not None:
         return []
     if source.options is not None:
         given = (source.options, source.weights)
-        paths = [cache.entry_path(p) if cache.is_url(p) else p for p in given]
-        config = None if cache.is_url(source.options) else ElmoConfig.from_file(source.options)
-        if not cache.is_url(source.weights):
+        paths = [cache_entries.entry_path(p) if urls.is_url(p) else p for p in given]
+        config = None if urls.is_url(source.options) else ElmoConfig.from_file(source.options)
+        if not urls.is_url(source.weights):
             untrusted_files.check_readable(source.weights, "weight file", WeightFileError)
             if config is not None:  # the file's layout against the options, no values read
                 weight_file.check_structure(config, source.weights)

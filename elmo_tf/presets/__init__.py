@@ -13,14 +13,16 @@
 given none.
 """
 
+import functools
 import os
 import warnings
 
-from elmo_tf import checks, untrusted_files, weight_file
+from elmo_tf import checks, untrusted_files, urls
 from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import OptionsError, PresetError, WeightFileError
+from elmo_tf.errors import OptionsError, PresetError
 from elmo_tf.options_file import MAX_OPTIONS_BYTES
-from elmo_tf.presets import bundled, cache, published
+from elmo_tf.presets import bundled, cache, cache_entries, published
+from elmo_tf.weight_file import check_file
 
 # name -> the architecture of every published model and alias
 PRESETS = {name: published.lookup(name).config for name in published.names()}
@@ -95,7 +97,7 @@ def local_paths(name_or_dir):
     if model is not None and name not in bundled.BUNDLED_MODELS:
         for url, what in zip(model.urls(), _WHAT):  # offline and not cached: said now
             cache.check_offline(url, f"{what} of {model.name!r}", f"elmo-tf download {model.name}")
-        return tuple(cache.entry_path(url) for url in model.urls())
+        return tuple(cache_entries.entry_path(url) for url in model.urls())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PresetNameWarning)
         return preset_files(name, download=False)
@@ -108,44 +110,43 @@ def published_files(model):
     """The local ``(options_file, weight_file)`` of a ``PublishedModel``, fetched into the cache
     on first use; the options must describe the model's architecture."""
     options_url, weights_url = model.urls()
-    command = f"elmo-tf download {model.name}"
-    options = cache.fetch(
-        options_url, f"{_WHAT[0]} of {model.name!r}", MAX_OPTIONS_BYTES, fetch_command=command
+    what, command = [f"{w} of {model.name!r}" for w in _WHAT], f"elmo-tf download {model.name}"
+
+    def check_options(path):
+        config = ElmoConfig.from_file(path)
+        if _architecture(config) != _architecture(model.config):
+            raise OptionsError(
+                f"{path}: describes {config.describe()}, not the {model.name!r} architecture "
+                f"({model.config.describe()})"
+            )
+
+    options = cache.fetch(options_url, what[0], MAX_OPTIONS_BYTES, command, check_options)
+    config = ElmoConfig.from_file(options)
+    check_weights = functools.partial(check_file, config)
+    return options, cache.fetch(
+        weights_url, what[1], weight_file_bound(config), command, check_weights
     )
-    config = _cached_options(options, options_url)
-    if _architecture(config) != _architecture(model.config):
-        cache.discard(options)
-        raise cache.DownloadError(
-            f"{options_url}: describes {config.describe()}, not the {model.name!r} architecture "
-            f"({model.config.describe()}); it was removed from the cache"
-        )
-    weights = cache.fetch(
-        weights_url,
-        f"{_WHAT[1]} of {model.name!r}",
-        weight_file_bound(config),
-        fetch_command=command,
-    )
-    _check_cached_weights(config, weights, weights_url)
-    return options, weights
 
 
 def local_files(options_file, weight_file):
     """``options_file`` and ``weight_file`` as local paths: ``http(s)://`` URLs are fetched
-    into the cache (the options first, which bound the weight file's size); AllenNLP's URLs
-    of a published model's files are read where that model is (``published.mirrored``)."""
+    into the cache (the options first, which bound the weight file's size); a downloaded file
+    is checked as the loader checks it before it is kept. AllenNLP's URLs of a published
+    model's files are read where that model is (``published.mirrored``)."""
     options, weights = os.fspath(options_file), os.fspath(weight_file)
-    if cache.is_url(options):
-        options_file = options = published.mirrored(options)
-    if cache.is_url(weights):
-        weight_file = weights = published.mirrored(weights)
-    config = None
-    if cache.is_url(options):
-        options = cache.fetch(options, "an options file", MAX_OPTIONS_BYTES)
-        config = _cached_options(options, options_file)
-    if cache.is_url(weights):
-        config = config or ElmoConfig.from_file(options)
-        url, weights = weights, cache.fetch(weights, "a weight file", weight_file_bound(config))
-        _check_cached_weights(config, weights, url)
+    if urls.is_url(options):
+        options = cache.fetch(
+            published.mirrored(options),
+            "an options file",
+            MAX_OPTIONS_BYTES,
+            check=ElmoConfig.from_file,
+        )
+    if urls.is_url(weights):
+        config = ElmoConfig.from_file(options)
+        check = functools.partial(check_file, config)
+        weights = cache.fetch(
+            published.mirrored(weights), "a weight file", weight_file_bound(config), check=check
+        )
     return options, weights
 
 
@@ -153,30 +154,6 @@ def weight_file_bound(config):
     """The most bytes a weight file for ``config`` holds: float64 values and HDF5's layout
     (a float32 file takes half)."""
     return config.parameter_count * 8 + (16 << 20)
-
-
-def _cached_options(path, url):
-    """The ``ElmoConfig`` of a downloaded options file; a bad one is removed from the cache."""
-    try:
-        return ElmoConfig.from_file(path)
-    except OptionsError as e:
-        cache.discard(path)
-        raise OptionsError(f"{e} (downloaded from {url}; removed from the cache)") from None
-
-
-def _check_cached_weights(config, path, url):
-    """The loader's checks of a downloaded weight file (``weight_file.check_file``), the
-    first time it is used from the cache (then it is known to load): a file that fails them
-    is removed from the cache, so that the next use downloads it again."""
-    if cache.checked(path):
-        return
-    try:
-        weight_file.check_file(config, path)
-    except WeightFileError as e:
-        cache.discard(path)
-        where = f"downloaded from {cache.public_url(url)}; removed from the cache"
-        raise WeightFileError(f"{e} ({where})") from None
-    cache.mark_checked(path)
 
 
 def _architecture(config):

@@ -2,23 +2,8 @@
 
 AllenNLP publishes the official files at ``BASE_URL/<folder>/<file>``; ``ELMO_TF_MODEL_BASE_URL``
 replaces ``BASE_URL`` for every model (a company mirror, an air-gapped artefact store, tests)
-and keeps the ``<folder>/<file>`` layout under it. No hashes of these files are published, so
-none can be pinned: the cache records each file's SHA-256 when it is downloaded (trust on first
-use, ``elmo_tf.presets.cache``) and refuses a file that changed since; a downloaded options file
-must also describe the architecture listed here.
-
-==================  ===========  =======  ==========  =========================================
-name                LSTM x P     params   download    trained on
-==================  ===========  =======  ==========  =========================================
-``small``           2x1024_128   13.6 M   54 MB       1 Billion Word Benchmark (800 M tokens)
-``medium``          2x2048_256   28.0 M   112 MB      1 Billion Word Benchmark
-``original``        2x4096_512   93.6 M   374 MB      1 Billion Word Benchmark
-``original_5.5b``   2x4096_512   93.6 M   374 MB      Wikipedia (1.9 B) + WMT news crawl (3.6 B)
-``pubmed``          2x4096_512   93.6 M   374 MB      PubMed abstracts (contributed model)
-==================  ===========  =======  ==========  =========================================
-
-``full`` is an alias of ``original``. Download sizes are the float32 weights the architecture
-holds (``ElmoConfig.parameter_count`` x 4 bytes), which is what the files hold.
+and keeps the ``<folder>/<file>`` layout under it. The models, their sizes and what each was
+trained on: docs/models.md (``full`` is an alias of ``original``).
 """
 
 import dataclasses
