@@ -92,13 +92,18 @@ def _import_public_names():
 
 
 def __getattr__(name):
-    if name in _PUBLIC:
-        if _no_backend is None:
-            _import_public_names()
-        if _no_backend is not None:
-            raise extras.MissingExtraError(f"elmo_tf.{name}: {_no_backend}")
-        return globals()[name]
-    raise AttributeError(f"module 'elmo_tf' has no attribute {name!r}")
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'elmo_tf' has no attribute {name!r}")
+    if _no_backend is None:
+        _import_public_names()
+    if name not in globals():  # Keras cannot start: what needs no model still imports
+        try:
+            globals()[name] = getattr(_importlib.import_module(_PUBLIC[name]), name)
+        except ModuleNotFoundError as e:
+            if extras.missing_backend(e) is None:
+                raise
+            raise extras.MissingExtraError(f"elmo_tf.{name}: {_no_backend}") from None
+    return globals()[name]
 
 
 def __dir__():

@@ -82,6 +82,7 @@ def missing_backend(error):
     framework (``KERAS_BACKEND``, TensorFlow by default) because it is not installed, else
     ``None``."""
     name = getattr(error, "name", None) if isinstance(error, ModuleNotFoundError) else None
+    name = (name or "").split(".")[0]
     if name not in BACKEND_EXTRAS:
         return None
     others = [b for b in BACKEND_EXTRAS if b != name and _installed(b)]
