@@ -6,6 +6,7 @@ import re
 from setuptools import find_packages, setup
 
 HERE = pathlib.Path(__file__).parent
+TENSORFLOW = "tensorflow>=2.21,<2.22"
 VERSION = re.search(
     r'^__version__ = "([^"]+)"', (HERE / "elmo_tf" / "__init__.py").read_text(), re.M
 ).group(1)
@@ -22,9 +23,10 @@ setup(
     include_package_data=True,
     package_data={"elmo_tf": ["presets/*/*", "probes/*.tsv"]},
     # Ranges are those the test suite runs on (CI installs the newest in each); every entry
-    # is imported by the base library.
+    # is imported by the base library. Keras's backend is an extra: [tensorflow] (Keras's
+    # default, and what export, serving, Beam and training need), [jax] or [torch], so that
+    # a PyTorch or JAX user's environment gets no TensorFlow and none of its pins.
     install_requires=[
-        "tensorflow>=2.21,<2.22",
         "keras>=3.15,<4",
         "h5py>=3.14,<3.15",  # TensorFlow pins h5py < 3.15
         "numpy>=2.4,<3",
@@ -35,20 +37,28 @@ setup(
         "filelock>=3.12,<4",  # one process at a time per cache entry
     ],
     extras_require={
+        "tensorflow": [TENSORFLOW],
         # elmo-tf serve / client: TF Serving's gRPC protos and stubs; REST on aiohttp's server
-        "serving": ["grpcio>=1.85,<2", "tensorflow-serving-api>=2.21,<2.22", "aiohttp>=3.10,<4"],
+        "serving": [
+            TENSORFLOW,
+            "grpcio>=1.85,<2",
+            "tensorflow-serving-api>=2.21,<2.22",
+            "aiohttp>=3.10,<4",
+        ],
         # hub.KerasLayer reuse needs Keras 2 (tf_keras) beside Keras 3
         # tensorflow_hub imports pkg_resources, which setuptools 81 removed
-        "hub": ["tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22", "setuptools<81"],
-        "tflite": ["ai-edge-litert>=2.3,<3"],
+        "hub": [TENSORFLOW, "tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22", "setuptools<81"],
+        "tflite": [TENSORFLOW, "ai-edge-litert>=2.3,<3"],
         # The model on Keras's other backends (KERAS_BACKEND=jax / torch), without TensorFlow.
-        # jax[cuda12] or a CUDA build of torch for a GPU: see their own install pages.
+        # jax[cuda12] or a CUDA build of torch for a GPU, torch's CPU build from
+        # https://download.pytorch.org/whl/cpu: see their own install pages.
         "jax": ["jax>=0.6,<1"],
         "torch": ["torch>=2.6,<3"],
         # python -m elmo_tf.beam and elmo_tf.beam's model handlers. google-crc32c: the
         # TFRecord checksums in C (Beam's WriteToTFRecord fails without a CRC32C library).
-        "beam": ["apache-beam>=2.77,<2.78", "pyarrow>=14", "google-crc32c>=1.5,<2"],
+        "beam": [TENSORFLOW, "apache-beam>=2.77,<2.78", "pyarrow>=14", "google-crc32c>=1.5,<2"],
         "dev": [
+            TENSORFLOW,
             "pytest>=8,<10",
             "pytest-xdist>=3.6,<4",  # the suite runs on two workers (pyproject.toml)
             "ruff==0.17.6",  # lint and format; pinned so CI and developers agree

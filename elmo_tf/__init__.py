@@ -29,7 +29,7 @@ import importlib as _importlib
 import os as _os
 import sys as _sys
 
-from elmo_tf import _moved, environment, native_logs
+from elmo_tf import _moved, environment, extras, native_logs
 
 _moved.install()
 
@@ -72,18 +72,38 @@ def _started_as_command(argv=None):
     return False
 
 
+_no_backend = None  # why Keras cannot start: its backend's framework is not installed
+
+
 def _import_public_names():
+    global _no_backend
     environment.check()  # every ELMO_TF_* variable, once, before Keras starts
-    native_logs.start_keras_quietly()
+    try:
+        native_logs.start_keras_quietly()
+    except ModuleNotFoundError as e:
+        # Keras's backend is an extra ([tensorflow], [jax], [torch]): without it, what needs
+        # no model (batch_to_ids, elmo_tf.export.onnx's runner) still imports.
+        _no_backend = extras.missing_backend(e)
+        if _no_backend is None:
+            raise
+        return
     for name, module in _PUBLIC.items():
         globals()[name] = getattr(_importlib.import_module(module), name)
 
 
 def __getattr__(name):
-    if name in _PUBLIC:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'elmo_tf' has no attribute {name!r}")
+    if _no_backend is None:
         _import_public_names()
-        return globals()[name]
-    raise AttributeError(f"module 'elmo_tf' has no attribute {name!r}")
+    if name not in globals():  # Keras cannot start: what needs no model still imports
+        try:
+            globals()[name] = getattr(_importlib.import_module(_PUBLIC[name]), name)
+        except ModuleNotFoundError as e:
+            if extras.missing_backend(e) is None:
+                raise
+            raise extras.MissingExtraError(f"elmo_tf.{name}: {_no_backend}") from None
+    return globals()[name]
 
 
 def __dir__():

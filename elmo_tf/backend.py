@@ -6,18 +6,23 @@ whichever ``KERAS_BACKEND`` names. Two parts differ by backend, and ``bilstm_pat
 - ``"packed"`` (TensorFlow): rows sorted by length, each step's matmuls on the rows still
   running, the input half computed on the real positions only (``layers.packed_lstm``); the
   token CNN once per distinct token of a call.
-- ``"masked"`` (JAX, PyTorch): one fixed-shape loop over every position, a mask keeping each
-  row's state after its last token (``layers.masked_lstm``; ``keras.ops.scan``, which JAX
-  compiles into one ``lax.scan``); the token CNN on every position.
+- ``"eager_packed"`` (PyTorch): the same in eager PyTorch, both directions in one batched
+  matmul per step (``layers.eager_packed_lstm``); the token CNN once per distinct token.
+- ``"masked"`` (JAX): one fixed-shape loop over every position, a mask keeping each row's
+  state after its last token (``layers.masked_lstm``; ``keras.ops.scan``, which JAX compiles
+  into one ``lax.scan``); the token CNN on every position.
 
-Both compute each row's numbers from that row alone, so they agree to float32 round-off.
+All compute each row's numbers from that row alone, so they agree to float32 round-off.
 
 What is TensorFlow by nature (SavedModel and TFLite export, serving, Beam, biLM training, the
 string signatures) says so in one line on another backend (``require_tensorflow``).
 """
 
+import contextlib
+
 import keras
 
+from elmo_tf import extras
 from elmo_tf.errors import ElmoError
 
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -37,12 +42,19 @@ def is_tensorflow():
 
 
 def bilstm_path():
-    """``"packed"`` on TensorFlow, ``"masked"`` elsewhere (see the module docstring)."""
-    return "packed" if is_tensorflow() else "masked"
+    """``"packed"`` on TensorFlow, ``"eager_packed"`` on PyTorch, ``"masked"`` on JAX (see
+    the module docstring)."""
+    return {"tensorflow": "packed", "torch": "eager_packed"}.get(name(), "masked")
 
 
 def require_tensorflow(what):
-    """Raises ``BackendError`` naming ``what`` unless Keras runs on TensorFlow."""
+    """Raises ``BackendError`` naming ``what`` unless Keras runs on TensorFlow (one that says
+    how to install it where it is not)."""
+    if not is_tensorflow() and extras.missing("tensorflow"):
+        raise extras.MissingExtraError(
+            f"{what} needs TensorFlow, which is not installed: "
+            f"{extras.install_command('tensorflow')}, and KERAS_BACKEND=tensorflow"
+        )
     if not is_tensorflow():
         raise BackendError(
             f"{what} needs the TensorFlow backend; this process runs Keras on {name()} "
@@ -65,3 +77,54 @@ def is_concrete(x):
 
         return not isinstance(x, jax.core.Tracer)
     return True
+
+
+# ---------------------------------------------------------------- PyTorch module conventions
+# On PyTorch a Keras layer is a ``torch.nn.Module``; these keep the model's behaviour what a
+# PyTorch user expects of one (STYLE.md rule 14).
+
+
+def settle_module(model):
+    """Called once a model is built: a ``trainable=False`` given to the constructor reaches
+    every variable (Keras creates variables trainable, so on PyTorch their ``requires_grad``
+    stayed ``True``); on PyTorch the model starts in eval mode, as a Keras model infers by
+    default (``train()`` turns dropout on)."""
+    if not model.trainable:
+        model.trainable = False  # the setter reaches every variable and sublayer
+    if name() == "torch":
+        model.train(False)
+
+
+def default_training(layer):
+    """What ``training=None`` means in a call: on PyTorch the module's mode (``train()`` /
+    ``eval()``), elsewhere inference (Keras's default)."""
+    return bool(layer.training) if name() == "torch" else False
+
+
+def check_weight_dtypes(model):
+    """On PyTorch, a one-line ``TypeError`` when ``model.to(dtype)``, ``.double()`` or
+    ``.half()`` changed the weights under Keras, which keeps computing in the dtype it was
+    built with."""
+    if name() != "torch":
+        return
+    expected = keras.backend.standardize_dtype(model.dtype_policy.variable_dtype)
+    for parameter in model.parameters():
+        if not parameter.is_floating_point():  # a dropout's seed state
+            continue
+        actual = keras.backend.standardize_dtype(parameter.dtype)
+        if actual != expected:
+            raise TypeError(
+                f"this model's weights are {actual} (changed by .to(), .double() or .half()) "
+                f"but its layers compute for {expected}: build the model with dtype="
+                f"{actual!r} instead"
+            )
+
+
+def weights_device(model):
+    """A context in which Keras creates tensors where ``model``'s weights are: on PyTorch
+    the device of its parameters (``model.to(device)`` moves them, Keras's own default
+    stays), elsewhere Keras's own placement."""
+    if name() == "torch":
+        for parameter in model.parameters():
+            return keras.device(str(parameter.device))
+    return contextlib.nullcontext()

@@ -15,6 +15,7 @@ DISTRIBUTION = "elmo-tf"
 
 # extra -> the modules it installs that elmo-tf imports
 EXTRAS = {
+    "tensorflow": ("tensorflow",),
     "serving": ("grpc", "tensorflow_serving", "aiohttp"),
     "tflite": ("ai_edge_litert",),
     "beam": ("apache_beam", "pyarrow"),
@@ -70,3 +71,23 @@ def _installed(module):
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # a parent package missing, or sys.modules[m] = None
         return False
+
+
+# Keras's backends: the module each imports, and the extra that installs it.
+BACKEND_EXTRAS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+
+
+def missing_backend(error):
+    """The one-line message for ``error`` when it is Keras failing to import its backend's
+    framework (``KERAS_BACKEND``, TensorFlow by default) because it is not installed, else
+    ``None``."""
+    name = getattr(error, "name", None) if isinstance(error, ModuleNotFoundError) else None
+    name = (name or "").split(".")[0]
+    if name not in BACKEND_EXTRAS:
+        return None
+    others = [b for b in BACKEND_EXTRAS if b != name and _installed(b)]
+    instead = f", or set KERAS_BACKEND to {' or '.join(others)}" if others else ""
+    return (
+        f"Keras runs on {name} here (KERAS_BACKEND; TensorFlow when unset) and {name} is not "
+        f"installed: {install_command(BACKEND_EXTRAS[name])}{instead}"
+    )

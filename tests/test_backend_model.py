@@ -167,3 +167,13 @@ def test_what_needs_tensorflow_says_so_naming_the_backend(module):
 def test_sentence_inputs_need_tensorflow():
     with pytest.raises(backend.BackendError, match="KERAS_BACKEND=tensorflow"):
         elmo_tf.ElmoLayer.from_preset("sotu", inputs="sentences")
+
+
+def test_elmo_layer_from_a_model_directory_on_every_backend():
+    """ElmoLayer takes what ELMo.from_preset takes (here a directory with options.json and
+    weights.hdf5), on character ids, on every backend."""
+    layer = elmo_tf.ElmoLayer(str(TINY), inputs="char_ids", output_key="elmo")
+    ids = elmo_tf.batch_to_ids(SENTENCES[:2])
+    assert_same(to_numpy(layer(ids)), _called(_model(), SENTENCES[:2])["elmo"])
+    with pytest.raises(elmo_tf.errors.PresetError, match="no SavedModel .* did you mean 'sotu'"):
+        elmo_tf.ElmoLayer("sotuu", inputs="char_ids")

@@ -50,6 +50,7 @@ DOCUMENTS = [
     "README.md",
     "docs/models.md",
     "docs/migration.md",
+    "docs/backends.md",
     "docs/beam.md",
     "docs/performance.md",
     "docs/robustness.md",
@@ -159,6 +160,7 @@ def _a_corpus(path, small_files):
 
 SETUP = {
     "docs/migration.md": _official_small_files,
+    "docs/backends.md": _official_small_files,
     "docs/models.md": _official_small_files,
     "docs/beam.md": _a_corpus,
 }

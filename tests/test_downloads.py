@@ -71,6 +71,19 @@ def test_load_pretrained_takes_urls(mirror, small_official_files):
     np.testing.assert_array_equal(model.get_weights()[-1], local.get_weights()[-1])
 
 
+@pytest.mark.parametrize("base", published.ALLENNLP_BASE_URLS)
+def test_allennlps_urls_of_a_published_model_are_that_model(mirror, monkeypatch, base):
+    """AllenNLP code passes the published files' URLs (on either of S3's hosts): they are read
+    where the model's name is, through the mirror and the cache, and offline from the cache."""
+    options_url, weights_url = SMALL.urls(base)
+    model = elmo_tf.load_pretrained(options_url, weights_url.replace("https://", "http://"))
+    assert mirror.requests == {OPTIONS_PATH: 1, WEIGHTS_PATH: 1}
+    monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
+    again = elmo_tf.load_pretrained(*SMALL.urls(base))
+    np.testing.assert_array_equal(again.get_weights()[-1], model.get_weights()[-1])
+    assert mirror.requests == {OPTIONS_PATH: 1, WEIGHTS_PATH: 1}
+
+
 def test_offline_names_the_missing_file_and_the_command(mirror, monkeypatch):
     monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
     with pytest.raises(cache.DownloadError) as e:

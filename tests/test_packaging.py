@@ -2,6 +2,7 @@
 
 import importlib.metadata
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -126,3 +127,59 @@ def test_install_hint_works_from_anywhere(tmp_path):
 def test_install_hint_of_an_installed_package(monkeypatch):
     monkeypatch.setattr(extras, "source_tree", lambda: None)
     assert extras.install_command("tflite") == "pip install 'elmo-tf[tflite]'"
+
+
+def test_tensorflow_is_an_extra():
+    """pip install elmo-tf[torch] or [jax] installs no TensorFlow: it is required only by the
+    extras that need it (Keras's default backend, export, serving, Beam, training)."""
+    from distutils.core import run_setup  # this tree's setup.py, as pip reads it (setuptools)
+
+    setup = run_setup(os.path.join(REPO, "setup.py"), stop_after="init")
+
+    def names(requirements):
+        return {re.split(r"[<>=\[ ;]", r)[0] for r in requirements}
+
+    assert not names(setup.install_requires) & {"tensorflow", "torch", "jax"}
+    with_tensorflow = sorted(e for e, r in setup.extras_require.items() if "tensorflow" in names(r))
+    assert with_tensorflow == ["beam", "dev", "hub", "serving", "tensorflow", "tflite"]
+    assert "tensorflow" not in names(setup.extras_require["torch"] + setup.extras_require["jax"])
+
+
+@pytest.mark.slow
+def test_without_the_backend_keras_names(tmp_path):
+    """Where Keras's backend is not installed (TensorFlow here, blocked as if absent), import
+    elmo_tf still works for what needs no model, the model's names say what to install in one
+    line, and so does the command."""
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['tensorflow'] = None\n")
+    script = textwrap.dedent(
+        """
+        import sys
+        import elmo_tf
+        print(elmo_tf.batch_to_ids([["Hello"]]).shape, sys.modules["tensorflow"] is None)
+        try:
+            elmo_tf.ELMo
+        except elmo_tf.extras.MissingExtraError as e:
+            print(e)
+        """
+    )
+    env_backend = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+        timeout=120, env={**env_backend, "PYTHONPATH": os.pathsep.join([str(tmp_path), REPO])},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0] == "(1, 1, 50) True"  # and still blocked: never imported
+    assert lines[1].startswith("elmo_tf.ELMo: Keras runs on tensorflow here")
+    assert f"pip install -e {shlex.quote(REPO + '[tensorflow]')}" in lines[1]
+    sentences = tmp_path / "in.txt"
+    sentences.write_text("Hello world\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "elmo_tf", "embed", str(sentences), str(tmp_path / "out.hdf5")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**env_backend, "PYTHONPATH": os.pathsep.join([str(tmp_path), REPO])},
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "elmo-tf embed: error: " + lines[1].removeprefix("elmo_tf.ELMo: ")
+    ]

@@ -24,7 +24,7 @@ import select
 import signal
 import sys
 
-from elmo_tf import __version__, environment, native_logs
+from elmo_tf import __version__, environment, extras, native_logs
 from elmo_tf.cli import beam as beam_command
 from elmo_tf.cli import stop_signals
 from elmo_tf.errors import ElmoError, OutputFileError
@@ -179,6 +179,8 @@ def _report(error, fail, as_command):
         return status
     if isinstance(error, ElmoError):  # every error a user can fix; anything else is a bug
         return fail(error)
+    if missing := extras.missing_backend(error):  # Keras's backend is an extra
+        return fail(missing)
     if isinstance(error, OSError):  # disk full, permission denied, ...: the user's to fix
         where = f"{error.filename}: " if error.filename else ""
         return fail(f"{where}{error.strerror or error}")

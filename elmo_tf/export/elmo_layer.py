@@ -2,12 +2,14 @@
 model in memory."""
 
 import json
+import os
 
 import keras
 import numpy as np
 
 from elmo_tf import backend
 from elmo_tf.config import ElmoConfig
+from elmo_tf.errors import PresetError
 from elmo_tf.models.elmo import FINE_TUNE_CHOICES, ELMo, set_fine_tuning
 from elmo_tf.models.outputs import output_keys
 
@@ -40,7 +42,8 @@ class ElmoLayer(keras.layers.Layer):
 
     Args:
         saved_model: path of an exported version directory (``OUTDIR/N``), or an object from
-            ``tf.saved_model.load`` of one (TensorFlow only).
+            ``tf.saved_model.load`` of one (TensorFlow only); or what ``ELMo.from_preset``
+            takes, a model name or a model directory (every backend).
         output_key: which output to return: ``"default"`` (B, 2P) for sentence vectors, or
             any other key of the SavedModel's outputs (``"elmo"``, ``"word_emb"``,
             ``"lstm_outputs1"`` .. ``"lstm_outputs{L}"`` for its L LSTM layers,
@@ -94,6 +97,11 @@ class ElmoLayer(keras.layers.Layer):
             raise ValueError("ElmoLayer needs a SavedModel path or loaded SavedModel")
         self.inputs = inputs
         values = None
+        source = None
+        if saved_model is not None and not _is_saved_model(saved_model):
+            source = _model_of(saved_model)  # a model name or directory: every backend
+            elmo_config = model_config(source, fine_tune or "mix")
+            saved_model = None
         if saved_model is not None:
             backend.require_tensorflow("loading a SavedModel into ElmoLayer")
             import tensorflow as tf  # lazy: a SavedModel is TensorFlow's
@@ -135,6 +143,8 @@ class ElmoLayer(keras.layers.Layer):
         )
         if values is not None:
             self._assign(values, elmo_config["variable_paths"])
+        if source is not None:
+            self.elmo.set_weights(source.get_weights())
         set_fine_tuning(self.elmo, self.fine_tune)
 
     @classmethod
@@ -142,14 +152,7 @@ class ElmoLayer(keras.layers.Layer):
         """An ``ElmoLayer`` holding a copy of ``model`` (an ``ELMo``): its architecture,
         settings and weights; ``fine_tune``, ``inputs`` and further ``Layer`` arguments as
         for the constructor."""
-        elmo_config = {
-            "options": model.config.to_options(),
-            "num_output_representations": model.num_output_representations,
-            "do_layer_norm": model.do_layer_norm,
-            "l2_coefficient": model.l2_coefficient,
-            "dropout": model.dropout_rate,
-            "trainable": fine_tune,
-        }
+        elmo_config = model_config(model, fine_tune)
         layer = cls(
             output_key=output_key,
             fine_tune=fine_tune,
@@ -246,3 +249,31 @@ class ElmoLayer(keras.layers.Layer):
         if not isinstance(config.get("elmo_config"), dict):
             raise ValueError("an ElmoLayer config needs its elmo_config (a dict)")
         return cls(**config)
+
+
+def model_config(model, fine_tune):
+    """The ``elmo_config`` describing ``model`` (an ``ELMo``), fine-tuned as ``fine_tune`` says."""
+    return {
+        "options": model.config.to_options(),
+        "num_output_representations": model.num_output_representations,
+        "do_layer_norm": model.do_layer_norm,
+        "l2_coefficient": model.l2_coefficient,
+        "dropout": model.dropout_rate,
+        "trainable": fine_tune,
+    }
+
+
+def _is_saved_model(saved_model):
+    """Whether ``saved_model`` is a loaded SavedModel or the path of a SavedModel directory."""
+    if not isinstance(saved_model, str | os.PathLike):
+        return True
+    return os.path.isfile(os.path.join(saved_model, "saved_model.pb"))
+
+
+def _model_of(name_or_dir):
+    """``ELMo.from_preset(name_or_dir)``, its error naming SavedModels too."""
+    try:
+        return ELMo.from_preset(name_or_dir)
+    except PresetError as e:
+        name = os.fspath(name_or_dir)
+        raise PresetError(f"{name!r} is no SavedModel (saved_model.pb), and {e}") from None

@@ -2,6 +2,8 @@
 
 import keras
 
+from elmo_tf import backend
+
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
 class CharCNN(keras.layers.Layer):
@@ -49,9 +51,10 @@ class CharCNN(keras.layers.Layer):
         # zero row keeps the batch non-empty and is dropped at the end.
         num_tokens = keras.ops.shape(inputs)[0]
         inputs = keras.ops.pad(inputs, [[0, 1], [0, 0], [0, 0]])
+        convolve = _convolve_as_matmul if backend.name() == "torch" else _convolve
         pooled = []
         for kernel, bias in zip(self.kernels, self.biases):
-            conv = keras.ops.conv(inputs, kernel, strides=1, padding="valid")  # (N, L-w+1, n)
+            conv = convolve(inputs, kernel)  # (N, L-w+1, n)
             pooled.append(keras.ops.max(conv, axis=1) + bias)
         return self._activation_fn(keras.ops.concatenate(pooled, axis=-1))[:num_tokens]
 
@@ -62,3 +65,20 @@ class CharCNN(keras.layers.Layer):
         config = super().get_config()
         config.update(filters=[list(f) for f in self.filters], activation=self.activation)
         return config
+
+
+def _convolve(inputs, kernel):
+    """The valid convolution of ``inputs`` ``(N, L, E)`` with ``kernel`` ``(w, E, n)``."""
+    return keras.ops.conv(inputs, kernel, strides=1, padding="valid")
+
+
+def _convolve_as_matmul(inputs, kernel):
+    """``_convolve`` as one matmul over the ``w`` shifted copies of ``inputs`` side by side
+    (``(N, L-w+1, w*E)``): the same sums, on PyTorch's CPU 1.5x faster than its
+    convolution, whose channels-last layout costs a transpose of the large output."""
+    width, channels, count = kernel.shape
+    positions = keras.ops.shape(inputs)[1] - width + 1
+    windows = keras.ops.concatenate(
+        [inputs[:, i : i + positions] for i in range(width)], axis=-1
+    )  # column i * E + e holds character i + t's channel e, as the kernel's rows
+    return keras.ops.matmul(windows, keras.ops.reshape(kernel, (width * channels, count)))

@@ -54,7 +54,8 @@ class ELMo(keras.Model):
         inputs: int tensor ``(B, T, 50)`` of character ids (``elmo_tf.batch_to_ids``), zero
             rows at padded positions; or a dict with ``"char_ids"`` and optionally
             ``"initial_state"`` (an ``LSTMState``).
-        training: enables dropout.
+        training: enables dropout; by default off, and on PyTorch the module's mode
+            (``train()`` / ``eval()``; a new model starts in eval mode).
 
     Returns:
         A dict keyed by ``output_keys(L, num_output_representations)`` for the config's L LSTM
@@ -81,6 +82,10 @@ class ELMo(keras.Model):
         dedupe_tokens=True,
         **kwargs,
     ):
+        # A fixed default name: Keras would number a second model ("el_mo_1"), and the name
+        # prefixes every variable path, so PyTorch state_dict keys would depend on how many
+        # models the process has built.
+        kwargs.setdefault("name", "elmo")
         super().__init__(**kwargs)
         check_settings(num_output_representations, do_layer_norm, l2_coefficient, dropout)
         checks.boolean("dedupe_tokens", dedupe_tokens)
@@ -126,6 +131,7 @@ class ELMo(keras.Model):
         self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self._embedder = None
         self.build()
+        backend.settle_module(self)
 
     @classmethod
     def from_preset(cls, name_or_dir, load_weights=True, **kwargs):
@@ -172,12 +178,14 @@ class ELMo(keras.Model):
     def encode_tokens(self, char_ids, mask):
         """Context-free token vectors ``(B, T, P)`` for ids ``(B, T, 50)``; zero where masked.
 
-        On TensorFlow the CNN runs on real tokens only, and (with ``dedupe_tokens``) once per
-        distinct token; on the other backends (fixed shapes) on every position, the masked
-        ones zeroed after.
+        On TensorFlow and PyTorch the CNN runs on real tokens only, and (with
+        ``dedupe_tokens``) once per distinct token; on JAX (fixed shapes) on every position,
+        the masked ones zeroed after.
         """
         if backend.is_tensorflow():
             return _encode_real_tokens(self, char_ids, mask)
+        if backend.name() == "torch":
+            return _encode_real_tokens_torch(self, char_ids, mask)
         shape = ops.shape(char_ids)
         flat = ops.reshape(char_ids, (-1, shape[-1]))
         vectors = self.character_encoder(flat)
@@ -202,6 +210,15 @@ class ELMo(keras.Model):
         return self._bilm_from_embeddings(
             token_embeddings, lengths, initial_state, embeddings_frozen=self._encoder_frozen()
         )
+
+    def bilm_from_embeddings(self, token_embeddings, lengths, initial_state=None):
+        """:meth:`bilm` from framed context-free token vectors: ``token_embeddings``
+        ``(B, T + 2, P)`` with ``<S>`` at 0, the tokens, ``</S>`` at ``length + 1`` and zeros
+        after (as :meth:`frame` and :meth:`encode_tokens` make them), ``lengths`` ``(B,)`` the
+        real tokens per row."""
+        token_embeddings = ops.cast(token_embeddings, self.compute_dtype)
+        lengths = ops.convert_to_tensor(lengths, "int32")
+        return self._bilm_from_embeddings(token_embeddings, lengths, initial_state)
 
     def frame(self, char_ids):
         """Adds ``<S>`` at position 0 and ``</S>`` right after each sentence's last token.
@@ -252,7 +269,10 @@ class ELMo(keras.Model):
             "state": LSTMState(*state),
         }
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=None):
+        if training is None:
+            training = backend.default_training(self)
+        backend.check_weight_dtypes(self)
         initial_state = None
         if isinstance(inputs, dict):
             initial_state = inputs.get("initial_state")
@@ -262,11 +282,12 @@ class ELMo(keras.Model):
             _check_char_ids(inputs, self.config)
         else:
             _check_char_ids_shape(getattr(inputs, "shape", None), self.config)
-        framed, mask, lengths = self.frame(inputs)
-        token_embeddings = self.encode_tokens(framed, mask)
-        return self._contextualize(
-            token_embeddings, lengths, initial_state, training, self._encoder_frozen()
-        )
+        with backend.weights_device(self):
+            framed, mask, lengths = self.frame(inputs)
+            token_embeddings = self.encode_tokens(framed, mask)
+            return self._contextualize(
+                token_embeddings, lengths, initial_state, training, self._encoder_frozen()
+            )
 
     def contextualize(self, token_embeddings, lengths, initial_state=None, training=False):
         """The outputs of :meth:`call` from framed context-free token vectors.
@@ -505,3 +526,19 @@ def _encode_real_tokens(model, char_ids, mask):
         vectors = model.character_encoder(tokens)
     shape = tf.concat([tf.shape(mask, out_type=tf.int64), [model.config.projection_dim]], 0)
     return tf.scatter_nd(positions, vectors, shape)
+
+
+def _encode_real_tokens_torch(model, char_ids, mask):
+    """``_encode_real_tokens`` in eager PyTorch (shapes that depend on the values)."""
+    import torch  # lazy: the PyTorch backend's path
+
+    mask = torch.as_tensor(mask, dtype=torch.bool)
+    tokens = char_ids[mask]  # (N, 50)
+    if model.dedupe_tokens and tokens.shape[0]:
+        unique, index = torch.unique(tokens, dim=0, return_inverse=True)
+        vectors = model.character_encoder(unique)[index]
+    else:
+        vectors = model.character_encoder(tokens)
+    embeddings = vectors.new_zeros(*mask.shape, model.config.projection_dim)
+    embeddings[mask] = vectors
+    return embeddings

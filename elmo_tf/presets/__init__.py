@@ -131,16 +131,22 @@ def published_files(model):
 def local_files(options_file, weight_file):
     """``options_file`` and ``weight_file`` as local paths: ``http(s)://`` URLs are fetched
     into the cache (the options first, which bound the weight file's size); a downloaded file
-    is checked as the loader checks it before it is kept."""
+    is checked as the loader checks it before it is kept. AllenNLP's URLs of a published
+    model's files are read where that model is (``published.mirrored``)."""
     options, weights = os.fspath(options_file), os.fspath(weight_file)
     if urls.is_url(options):
         options = cache.fetch(
-            options, "an options file", MAX_OPTIONS_BYTES, check=ElmoConfig.from_file
+            published.mirrored(options),
+            "an options file",
+            MAX_OPTIONS_BYTES,
+            check=ElmoConfig.from_file,
         )
     if urls.is_url(weights):
         config = ElmoConfig.from_file(options)
         check = functools.partial(check_file, config)
-        weights = cache.fetch(weights, "a weight file", weight_file_bound(config), check=check)
+        weights = cache.fetch(
+            published.mirrored(weights), "a weight file", weight_file_bound(config), check=check
+        )
     return options, weights
 
 

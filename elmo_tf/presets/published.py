@@ -12,6 +12,12 @@ from elmo_tf import environment
 from elmo_tf.config import ElmoConfig
 
 BASE_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
+# Where AllenNLP code names the same files (its docs and models use both hosts).
+ALLENNLP_BASE_URLS = (
+    BASE_URL,
+    "https://allennlp.s3.amazonaws.com/models/elmo",
+    "https://allennlp.s3-us-west-2.amazonaws.com/models/elmo",
+)
 BASE_URL_VARIABLE = "ELMO_TF_MODEL_BASE_URL"
 
 # The character CNN of every published model: 2048 filters of widths 1 to 7.
@@ -114,6 +120,24 @@ ALIASES = {"full": "original"}
 def model_base_url():
     """Where the published models live: ``ELMO_TF_MODEL_BASE_URL`` if set, else AllenNLP's."""
     return environment.value(BASE_URL_VARIABLE) or BASE_URL
+
+
+def mirrored(url):
+    """``url`` where the published models are read from: an AllenNLP URL of a published
+    model's file (any host of ``ALLENNLP_BASE_URLS``, http or https) becomes that file under
+    ``model_base_url()``, so it goes through the mirror as the model's name does; any other
+    URL is returned as it is."""
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() not in ("http", "https"):
+        return url
+    for base in ALLENNLP_BASE_URLS:
+        prefix = base.partition("://")[2] + "/"
+        if rest.startswith(prefix):
+            for model in MODELS.values():
+                for file_url, file in zip(model.urls(), (model.options_file, model.weights_file)):
+                    if rest[len(prefix) :] == f"{model.folder}/{file}":
+                        return file_url
+    return url
 
 
 def lookup(name):
