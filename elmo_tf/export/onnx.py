@@ -22,6 +22,7 @@ import numpy as np
 
 from elmo_tf import characters, extras
 from elmo_tf.config import ElmoConfig
+from elmo_tf.errors import ModelFileError
 from elmo_tf.models.length_batches import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_BATCH_TOKENS,
@@ -47,10 +48,17 @@ def session(path, threads=None, providers=None):
     extras.require("onnx", "elmo_tf.export.onnx", modules=("onnxruntime",))
     import onnxruntime  # lazy: the [onnx] extra, checked above in one line
 
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ModelFileError(f"{path}: no such ONNX file")
     options = onnxruntime.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads
-    return onnxruntime.InferenceSession(os.fspath(path), options, providers=providers)
+    try:
+        return onnxruntime.InferenceSession(path, options, providers=providers)
+    except Exception as e:  # ONNX Runtime has one class per status code, none public
+        reason = " ".join(str(e).split())[:300]
+        raise ModelFileError(f"{path}: ONNX Runtime cannot load it ({reason})") from None
 
 
 def check_char_ids(char_ids, width=characters.MAX_CHARS_PER_TOKEN):
@@ -96,7 +104,11 @@ def run_onnx(model, char_ids):
     if isinstance(model, OnnxModel):
         model = model.session
     runner = model if hasattr(model, "run") else session(model)
-    (spec,) = runner.get_inputs()
+    inputs = runner.get_inputs()
+    if len(inputs) != 1:
+        names = [spec.name for spec in inputs]
+        raise ModelFileError(f"an ELMo export has one input, {INPUT_NAME!r}; this one has {names}")
+    (spec,) = inputs
     char_ids = check_char_ids(char_ids, spec.shape[-1])
     names = [output.name for output in runner.get_outputs()]
     return dict(zip(names, runner.run(names, {spec.name: char_ids}), strict=True))
@@ -121,7 +133,7 @@ class OnnxModel:
         self.session = session(self.path, threads, providers)
         metadata = self.session.get_modelmeta().custom_metadata_map
         if OPTIONS_KEY not in metadata:
-            raise ValueError(
+            raise ModelFileError(
                 f"{self.path}: no {OPTIONS_KEY} metadata; not an ELMo export (elmo-tf export "
                 "onnx writes one)"
             )

@@ -25,7 +25,7 @@ ONNX ``Unique`` (``_unique_rows``). Everything else, the maths included, is the 
 
 import json
 
-from elmo_tf import __version__, backend, characters, extras, files, native_logs
+from elmo_tf import __version__, characters, extras, files, native_logs
 from elmo_tf.export.onnx import INPUT_NAME, OPTIONS_KEY
 from elmo_tf.models.outputs import output_keys
 
@@ -52,6 +52,8 @@ def export_onnx(model, path):
 
 def onnx_model(model):
     """``model`` (an ``ELMo``) as an ``onnx.ModelProto`` (this module's contract), checked."""
+    from elmo_tf import backend  # lazy: it starts Keras; the command line reads OPSET first
+
     backend.require_tensorflow("ONNX export")
     extras.require("onnx", "elmo_tf.export.onnx_export")
     import logging  # lazy: with the converter
