@@ -70,6 +70,13 @@ def _add_saved_model_parser(formats):
     parser.add_argument(
         "--dropout", type=float, default=0.0, help="dropout on 'elmo' when training (default 0)"
     )
+    parser.add_argument(
+        "--no-warmup-requests",
+        dest="warmup_requests",
+        action="store_false",
+        help="write no assets.extra/tf_serving_warmup_requests (by default: one request per "
+        "signature, which TF Serving and elmo-tf serve run before serving a new version)",
+    )
     return parser
 
 
@@ -148,7 +155,14 @@ def run_saved_model(args):
     start = time.monotonic()
     model = load_model(args, step="[1/2] ", l2_coefficient=0.0, dropout=args.dropout)
     print("[2/2] tracing signatures and writing the SavedModel", file=sys.stderr, flush=True)
-    path = export_saved_model(model, args.outdir, args.version, args.trainable, args.l2_coefficient)
+    path = export_saved_model(
+        model,
+        args.outdir,
+        args.version,
+        args.trainable,
+        args.l2_coefficient,
+        warmup_requests=args.warmup_requests,
+    )
     print(f"wrote {path} in {time.monotonic() - start:.1f} s", file=sys.stderr)
     print(path)
     return 0

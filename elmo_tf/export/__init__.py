@@ -3,7 +3,7 @@
 =======================  ================================================================
 ``saved_model``          ``export_saved_model``: a versioned TF SavedModel (TF Serving, Hub)
 ``saved_model_module``   ``ElmoModule``: the SavedModel's contract (signatures, outputs)
-``warmup``               TF Serving's warm-up records of a SavedModel (``assets.extra``)
+``saved_model_warmup``   TF Serving's warm-up records of a SavedModel (``assets.extra``)
 ``versions``             TF Serving's version directories ``BASE/N/``: one parser
 ``elmo_layer``           ``ElmoLayer``: an exported SavedModel as a fine-tunable Keras 3 layer
 ``tflite``               ``export_tflite``: a TFLite flatbuffer with built-in ops only

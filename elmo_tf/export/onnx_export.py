@@ -89,6 +89,12 @@ def onnx_model(model):
         converter_log.setLevel(level)
 
     _name_axes(model_proto, model, keys)
+    # tf2onnx imports ai.onnx.ml whether a node uses it or not: a runtime without it would
+    # refuse the file for nothing.
+    used = {domain for domain, _ in operators(model_proto)} | set(ONNX_DOMAINS)
+    kept = [o for o in model_proto.opset_import if o.domain in used]
+    del model_proto.opset_import[:]
+    model_proto.opset_import.extend(kept)
     model_proto.producer_name = "elmo-tf"
     model_proto.producer_version = __version__
     onnx.helper.set_model_props(
