@@ -33,6 +33,9 @@ setup(
         # writes, retries, proxies, on requests (which TensorFlow installs)
         "pooch>=1.8,<2",
         "filelock>=3.12,<4",  # one process at a time per cache entry
+        # export saved-model writes TF Serving's warm-up records (PredictionLog protos); its
+        # other requirements are TensorFlow's own (grpcio, protobuf)
+        "tensorflow-serving-api>=2.21,<2.22",
     ],
     extras_require={
         # elmo-tf serve / client: TF Serving's gRPC protos and stubs; REST on aiohttp's server
@@ -41,6 +44,10 @@ setup(
         # tensorflow_hub imports pkg_resources, which setuptools 81 removed
         "hub": ["tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22", "setuptools<81"],
         "tflite": ["ai-edge-litert>=2.3,<3"],
+        # elmo-tf export onnx (tf2onnx, onnx) and running its file (onnxruntime alone). 1.24.1:
+        # the first ONNX Runtime that refuses a file whose weights name data outside its
+        # directory (docs/robustness.md); the file itself runs on ONNX Runtime 1.6 and later.
+        "onnx": ["onnxruntime>=1.24.1,<2", "onnx>=1.17,<2", "tf2onnx>=1.17,<1.18"],
         # The model on Keras's other backends (KERAS_BACKEND=jax / torch), without TensorFlow.
         # jax[cuda12] or a CUDA build of torch for a GPU: see their own install pages.
         "jax": ["jax>=0.6,<1"],
@@ -59,6 +66,9 @@ setup(
             "tf-keras>=2.21,<2.22",
             "setuptools<81",
             "ai-edge-litert>=2.3,<3",
+            "onnxruntime>=1.24.1,<2",
+            "onnx>=1.17,<2",
+            "tf2onnx>=1.17,<1.18",
             "apache-beam>=2.77,<2.78",
             "pyarrow>=14",
             "google-crc32c>=1.5,<2",

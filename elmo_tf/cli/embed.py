@@ -104,10 +104,10 @@ def run(args):
         check_max_tokens_per_line(args.max_tokens_per_line, "--max-tokens-per-line")
     except ValueError as e:
         raise CommandError(e) from None
-    check_input_exists(args.input)
     if args.onnx is not None:
         model_files = _check_onnx_flags(args)
-    else:
+    check_input_exists(args.input)
+    if args.onnx is None:
         model_files = check_model(args)  # the files the model is read from are inputs too
     check_output_path(args.output, [args.input, *model_files], "an HDF5 file name")
     # A file is checked whole before the model loads (a bad line found at once, not after
@@ -149,7 +149,7 @@ def _check_onnx_flags(args):
     given = [flag for flag in ("--model", "--options", "--weights") if getattr(args, flag[2:])]
     if given:
         raise CommandError(f"pass one of --onnx, {', '.join(given)}, not several")
-    extras.require("onnx", "elmo-tf embed --onnx", modules=("onnxruntime",))
+    extras.require("onnx", "this command", modules=("onnxruntime",))
     check_input_exists(args.onnx)
     return [args.onnx]
 
