@@ -41,9 +41,9 @@ def session(path, threads=None, providers=None):
     Args:
         path: the ``.onnx`` file.
         threads: intra-op threads (default: ONNX Runtime's, one per physical core).
-        providers: execution providers, e.g. ``["CUDAExecutionProvider",
-            "CPUExecutionProvider"]`` with onnxruntime-gpu (default: ONNX Runtime's order of
-            the ones installed).
+        providers: execution providers in order of preference, e.g.
+            ``["CPUExecutionProvider"]`` (default: every one this ONNX Runtime build has, in
+            its order: with onnxruntime-gpu, ``CUDAExecutionProvider`` first).
     """
     extras.require("onnx", "elmo_tf.export.onnx", modules=("onnxruntime",))
     import onnxruntime  # lazy: the [onnx] extra, checked above in one line
@@ -54,6 +54,8 @@ def session(path, threads=None, providers=None):
     options = onnxruntime.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads
+    if providers is None:  # a build with a GPU provider refuses a session that names none
+        providers = onnxruntime.get_available_providers()
     try:
         return onnxruntime.InferenceSession(path, options, providers=providers)
     except Exception as e:  # ONNX Runtime has one class per status code, none public
