@@ -103,6 +103,7 @@ def _write_records(path, requests):
 
 
 SENTENCE = {"sentences": np.array([b"Hello !"], dtype=object)}
+OUT_OF_RANGE = {"char_ids": np.full([1, 2, 50], 300, np.int32)}
 
 
 @pytest.mark.slow
@@ -110,7 +111,7 @@ SENTENCE = {"sentences": np.array([b"Hello !"], dtype=object)}
     ("records", "message"),
     [
         ([("nonexistent", SENTENCE)], "signature 'nonexistent' not found"),
-        ([("char_ids", {"char_ids": np.full([1, 2, 50], 300, np.int32)})], "char_ids must be in"),
+        ([("char_ids", OUT_OF_RANGE)], "input 'char_ids' must hold ids in [0, 261]"),
         ([("default", SENTENCE)] * (MAX_RECORDS + 1), f"more than {MAX_RECORDS} warm-up records"),
     ],
     ids=["unknown signature", "ids out of range", "too many records"],

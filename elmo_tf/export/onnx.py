@@ -42,8 +42,8 @@ def session(path, threads=None, providers=None):
         path: the ``.onnx`` file.
         threads: intra-op threads (default: ONNX Runtime's, one per physical core).
         providers: execution providers in order of preference, e.g.
-            ``["CPUExecutionProvider"]`` (default: every one this ONNX Runtime build has, in
-            its order: with onnxruntime-gpu, ``CUDAExecutionProvider`` first).
+            ``["CPUExecutionProvider"]`` (default: the CPU; with onnxruntime-gpu, every one the
+            build has, in its order: ``CUDAExecutionProvider`` before the CPU).
     """
     extras.require("onnx", "elmo_tf.export.onnx", modules=("onnxruntime",))
     import onnxruntime  # lazy: the [onnx] extra, checked above in one line
@@ -54,7 +54,8 @@ def session(path, threads=None, providers=None):
     options = onnxruntime.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads
-    if providers is None:  # a build with a GPU provider refuses a session that names none
+    if providers is None and onnxruntime.get_device() != "CPU":
+        # A build with a GPU provider refuses a session that names none: all of the build's.
         providers = onnxruntime.get_available_providers()
     try:
         return onnxruntime.InferenceSession(path, options, providers=providers)
