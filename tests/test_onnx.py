@@ -436,6 +436,10 @@ def test_export_user_errors_exit_1_before_the_model_loads(
     (tmp_path / "a-file").write_text("kept\n", encoding="utf-8")
     copy = tmp_path / "weights.hdf5"
     copy.write_bytes(weights.read_bytes())
+    # A repository whose config.pbtxt is (a link to) the weight file the model is read from.
+    config = tmp_path / "tr" / "elmo" / "config.pbtxt"
+    config.parent.mkdir(parents=True)
+    config.symlink_to(copy)
     for argv, message in [
         ([*model], "give OUTPUT (an .onnx file), --triton DIR, or both"),
         ([str(tmp_path), *model], f"{tmp_path}: names a directory, expected an .onnx file name"),
@@ -451,13 +455,18 @@ def test_export_user_errors_exit_1_before_the_model_loads(
             ["--triton", str(tmp_path / "tr"), "--triton-max-batch-size", "0", *model],
             "--triton-max-batch-size must be a positive integer, got 0",
         ),
+        (
+            ["--triton", str(tmp_path / "tr"), "--options", str(options), "--weights", str(copy)],
+            f"--triton {tmp_path / 'tr'}: {config} is an input file",
+        ),
     ]:
         assert main(["export", "onnx", *argv]) == 1
         err = capsys.readouterr().err
         assert err.strip().splitlines() == [f"elmo-tf export: error: {message}"], err
     assert (tmp_path / "a-file").read_text(encoding="utf-8") == "kept\n"
     assert copy.read_bytes() == weights.read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "weights.hdf5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "tr", "weights.hdf5"]
+    assert [p.name for p in config.parent.iterdir()] == ["config.pbtxt"]
 
 
 def test_embed_onnx_user_errors_exit_1(tmp_path, capsys):
