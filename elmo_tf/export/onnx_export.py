@@ -24,6 +24,7 @@ ONNX ``Unique`` (``_unique_rows``). Everything else, the maths included, is the 
 """
 
 import json
+import logging
 
 from elmo_tf import __version__, characters, extras, files, native_logs
 from elmo_tf.export.onnx import INPUT_NAME, OPTIONS_KEY
@@ -56,8 +57,6 @@ def onnx_model(model):
 
     backend.require_tensorflow("ONNX export")
     extras.require("onnx", "elmo_tf.export.onnx_export")
-    import logging  # lazy: with the converter
-
     import onnx  # lazy: the [onnx] extra
     import tensorflow as tf  # lazy: the export runs on TensorFlow; the runner does not
     import tf2onnx  # lazy: the [onnx] extra
