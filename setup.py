@@ -37,7 +37,9 @@ setup(
         "filelock>=3.12,<4",  # one process at a time per cache entry
     ],
     extras_require={
-        "tensorflow": [TENSORFLOW],
+        # export saved-model writes TF Serving's warm-up records (PredictionLog protos); its
+        # other requirements are TensorFlow's own (grpcio, protobuf)
+        "tensorflow": [TENSORFLOW, "tensorflow-serving-api>=2.21,<2.22"],
         # elmo-tf serve / client: TF Serving's gRPC protos and stubs; REST on aiohttp's server
         "serving": [
             TENSORFLOW,
@@ -49,6 +51,11 @@ setup(
         # tensorflow_hub imports pkg_resources, which setuptools 81 removed
         "hub": [TENSORFLOW, "tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22", "setuptools<81"],
         "tflite": [TENSORFLOW, "ai-edge-litert>=2.3,<3"],
+        # elmo-tf export onnx (tf2onnx, onnx; the export runs TensorFlow: [tensorflow]) and
+        # running its file (onnxruntime alone, no TensorFlow). 1.24.1: the first ONNX Runtime
+        # that refuses a file whose weights name data outside its directory
+        # (docs/robustness.md); the file itself runs on ONNX Runtime 1.6 and later.
+        "onnx": ["onnxruntime>=1.24.1,<2", "onnx>=1.17,<2", "tf2onnx>=1.17,<1.18"],
         # The model on Keras's other backends (KERAS_BACKEND=jax / torch), without TensorFlow.
         # jax[cuda12] or a CUDA build of torch for a GPU, torch's CPU build from
         # https://download.pytorch.org/whl/cpu: see their own install pages.
@@ -69,6 +76,9 @@ setup(
             "tf-keras>=2.21,<2.22",
             "setuptools<81",
             "ai-edge-litert>=2.3,<3",
+            "onnxruntime>=1.24.1,<2",
+            "onnx>=1.17,<2",
+            "tf2onnx>=1.17,<1.18",
             "apache-beam>=2.77,<2.78",
             "pyarrow>=14",
             "google-crc32c>=1.5,<2",

@@ -7,6 +7,7 @@ Run with the main environment's python; the peer runs in its own virtualenv
   python benchmarks/benchmark.py                      # small + full, B = 64, 128, 3 repeats
   python benchmarks/benchmark.py --quick              # smoke test: small, 200 sentences, 1 repeat
   python benchmarks/benchmark.py --shapes full --batch-sizes 64 --peer-sorted
+  python benchmarks/benchmark.py --onnx --no-peer --batch-sizes 1,64 --n 300 --chunk 0
 
 In one run, on one workload (--sentences FILE, or --n State of the Union sentences written by
 make_corpus.py), it measures:
@@ -28,7 +29,15 @@ make_corpus.py), it measures:
      (its fastest honest use); one child per batch size; with --peer-sorted also the API on
      length-sorted sentences;
   4. ratios ours/peer, and the useful FLOP rate: real tokens/s times the model's analytic
-     FLOPs per real token, as a fraction of the measured matmul rate.
+     FLOPs per real token, as a fraction of the measured matmul rate;
+  5. with --onnx, the ONNX export (``elmo-tf export onnx``, made once per shape into
+     --weights-dir, where a child also checks its outputs against ``model.embed`` on the
+     workload's first 64 sentences, within the test suite's tolerance, tests/numerics.py)
+     run in ONNX Runtime on the CPU through ``OnnxModel.embed_batches`` (the path of
+     ``elmo-tf embed --onnx``), timed as in 2, in a child that imports no TensorFlow; with
+     its ratio to elmo-tf per shape and batch size. Batch size 1 is one sentence per call:
+     its ms/sentence is the one-sentence latency. ONNX Runtime runs with its own default
+     threads (an intra-op pool of one thread per core).
 
 Threads, per side: "elmo-tf" is the pools that ``elmo_tf.configure_threads()`` and ``elmo-tf
 embed`` set (two inter-op threads, each op on half the cores; elmo-tf's children call it, the
@@ -295,10 +304,108 @@ def child_ours(spec):
     }
 
 
-CHILDREN = {"matmul": child_matmul, "ours": child_ours}
+def child_onnx_export(spec):
+    """Writes the shape's ONNX export (once) and checks it against ``model.embed``."""
+    import numpy as np
+
+    import elmo_tf
+    from elmo_tf.export.onnx import OnnxModel
+    from elmo_tf.export.onnx_export import export_onnx
+
+    model = elmo_tf.load_pretrained(spec["options"], spec["weights"])
+    export_s = None
+    if not os.path.exists(spec["onnx"]):
+        log(f"exporting {spec['onnx']}")
+        t0 = time.perf_counter()
+        export_onnx(model, spec["onnx"])
+        export_s = round(time.perf_counter() - t0, 2)
+    sample = read_sentences(spec["sentences"])[: spec["check_sentences"]]
+    expected = model.embed(sample)
+    actual = OnnxModel(spec["onnx"]).embed(sample)
+    reorder_ulps = numerics_module().REORDER_ULPS
+    worst = {}
+    for key, value in expected.items():
+        error = float(np.abs(actual[key].astype(np.float64) - value).max(initial=0.0))
+        ulp = numerics_module().reorder_atol(value) / reorder_ulps
+        worst[key] = {"max_abs_error": error, "ulps_of_scale": round(error / ulp, 2)}
+    ulps = max(w["ulps_of_scale"] for w in worst.values())
+    return {
+        "onnx": spec["onnx"],
+        "export_s": export_s,
+        "check_sentences": len(sample),
+        "errors": worst,
+        "ulps_of_scale": ulps,
+        "within_tolerance": ulps <= reorder_ulps,
+        "size_mb": round(os.path.getsize(spec["onnx"]) / 1e6, 2),
+    }
 
 
-def run_child(kind, spec, timeout):
+def child_onnx(spec):
+    """``child_ours`` for the ONNX export in ONNX Runtime (no TensorFlow in this process)."""
+    sentences = read_sentences(spec["sentences"])
+    n_tokens = sum(len(s) for s in sentences)
+    batch_size = spec["batch_size"]
+    tag = f"onnxruntime {spec['shape']} B={batch_size}"
+    import numpy as np
+    import onnxruntime
+
+    from elmo_tf.export.onnx import OnnxModel
+    from elmo_tf.models import length_batches
+
+    t0 = time.perf_counter()
+    model = OnnxModel(spec["onnx"], providers=spec.get("providers"))
+    load_s = time.perf_counter() - t0
+    log(f"{tag}: loaded in {load_s:.2f}s, RSS {rss_now_mib():.0f} MiB")
+    budget = spec.get("max_batch_tokens")
+    if budget is None:
+        budget = length_batches.DEFAULT_MAX_BATCH_TOKENS
+
+    def one_pass():
+        seen, tokens, checksum = 0, 0, 0.0
+        for indices, outputs in model.embed_batches(sentences, batch_size, budget):
+            seen += len(indices)
+            tokens += int(outputs["sequence_len"].sum())
+            for value in outputs.values():
+                checksum += float(np.sum(value))
+        if seen != len(sentences) or tokens != n_tokens:
+            raise RuntimeError(f"{tag}: covered {seen}/{len(sentences)} sentences")
+        return checksum
+
+    log(f"{tag}: warm-up pass over {len(sentences)} sentences")
+    t0 = time.perf_counter()
+    checksum = one_pass()
+    warmup_s = time.perf_counter() - t0
+    times = []
+    for r in range(spec["repeats"]):
+        t0 = time.perf_counter()
+        checksum = one_pass()
+        times.append(time.perf_counter() - t0)
+        log(f"{tag}: pass {r + 1}/{spec['repeats']} {times[-1]:.3f}s")
+    return {
+        "n_sentences": len(sentences),
+        "n_tokens": n_tokens,
+        "load_s": round(load_s, 3),
+        "warmup_s": round(warmup_s, 3),
+        **rate_summary(n_tokens, len(sentences), times),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
+        "checksum": checksum,
+        "output_finite": bool(np.isfinite(checksum)),
+        "tensorflow_imported": "tensorflow" in sys.modules,
+        "loadavg": loadavg(),
+        "providers": model.session.get_providers(),
+        "versions": {"onnxruntime": onnxruntime.__version__, "numpy": np.__version__},
+    }
+
+
+CHILDREN = {
+    "matmul": child_matmul,
+    "ours": child_ours,
+    "onnx_export": child_onnx_export,
+    "onnx": child_onnx,
+}
+
+
+def run_child(kind, spec, timeout, extra_env=None):
     """Runs ``CHILDREN[kind](spec)`` in a fresh python and returns its result dict."""
     with tempfile.TemporaryDirectory(prefix="elmo_bench_") as d:
         spec_file, result_file = os.path.join(d, "spec.json"), os.path.join(d, "result.json")
@@ -307,6 +414,7 @@ def run_child(kind, spec, timeout):
         cmd = [sys.executable, os.path.abspath(__file__), "--_child", kind, spec_file, result_file]
         env = without_thread_env(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        env.update(extra_env or {})
         t0 = time.perf_counter()
         try:
             rc = subprocess.run(cmd, env=env, timeout=timeout or None).returncode
@@ -447,7 +555,28 @@ def threads_note(settings):
         return f"intra-op {pair[0]}, inter-op {pair[1]}" if pair else "TensorFlow's defaults"
 
     ours, peer = settings.get("threads_intra_inter"), settings.get("peer_threads_intra_inter")
-    return f"elmo-tf {pools(ours)}, simple-elmo {pools(peer)}"
+    note = f"elmo-tf {pools(ours)}"
+    if settings.get("peer", True):
+        note += f", simple-elmo {pools(peer)}"
+    if settings.get("onnx"):
+        note += ", ONNX Runtime its defaults (an intra-op pool of one thread per core)"
+    return note
+
+
+@functools.cache
+def numerics_module():
+    """The test suite's tolerances (tests/numerics.py): one statement of them."""
+    path = os.path.join(ROOT, "tests", "numerics.py")
+    spec = importlib.util.spec_from_file_location("_elmo_numerics", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def without_tensorflow_env():
+    """The environment of a child that must not import TensorFlow: ``import elmo_tf`` starts
+    Keras, which on JAX (where installed) imports no TensorFlow."""
+    return {"KERAS_BACKEND": "jax"} if importlib.util.find_spec("jax") else {}
 
 
 @functools.cache
@@ -503,6 +632,10 @@ def markdown(report):
         "token cache runs the character encoder once per distinct token, and length-sorted "
         "batches pad less), so its fraction measures delivered work, not kernel efficiency.",
     ]
+    if report.get("onnx"):
+        lines += ["", *onnx_markdown(report)]
+    if not report["settings"].get("peer", True):
+        return "\n".join(lines)
     sorted_too = any(r.get("tokens_per_s_vs_peer_sorted") for r in report["ratios"])
     lines += [
         "",
@@ -525,6 +658,39 @@ def markdown(report):
             line += f" {fmt(r.get('tokens_per_s_vs_peer_sorted'))} |"
         lines.append(line)
     return "\n".join(lines)
+
+
+def onnx_markdown(report):
+    """The ONNX Runtime rows against elmo-tf's, and the export's check, as markdown lines."""
+    lines = [
+        "| model | batch | elmo-tf tokens/s | ONNX Runtime tokens/s | ONNX Runtime / elmo-tf "
+        "| elmo-tf ms/sentence | ONNX Runtime ms/sentence |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in report["onnx"]["ratios"]:
+        ours, onnx = r["ours"], r["onnx"]
+        if "error" in ours or "error" in onnx:
+            lines.append(f"| {r['shape']} | {r['batch_size']} | {ours.get('error', '')} "
+                         f"| {onnx.get('error', '')} | | | |")  # fmt: skip
+            continue
+        lines.append(
+            f"| {r['shape']} | {r['batch_size']} | {ours['tokens_per_s_median']:,.0f} | "
+            f"{onnx['tokens_per_s_median']:,.0f} | {r['tokens_per_s']:.2f}× | "
+            f"{1000 / ours['sentences_per_s_median']:.1f} | "
+            f"{1000 / onnx['sentences_per_s_median']:.1f} |"
+        )
+    for shape, check in report["onnx"]["exports"].items():
+        if "error" in check:
+            lines.append(f"\n{shape}: the ONNX export failed ({check['error']})")
+            continue
+        verdict = "within" if check["within_tolerance"] else "OUTSIDE"
+        lines.append(
+            f"\n{shape}: {os.path.basename(check['onnx'])} ({check['size_mb']:.1f} MB) against "
+            f"model.embed on {check['check_sentences']} sentences: worst "
+            f"{check['ulps_of_scale']:.1f} ulps of scale, {verdict} the suite's "
+            f"{numerics_module().REORDER_ULPS}."
+        )
+    return lines
 
 
 # ----------------------------------------------------------------------------- main
@@ -586,6 +752,20 @@ def parse_args(argv):
     ap.add_argument("--timeout", type=float, default=0, help="per child, seconds (0 = none)")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "benchmark.json"))
     ap.add_argument("--quick", action="store_true", help="small only, 200 sentences, 1 repeat")
+    ap.add_argument(
+        "--onnx",
+        action="store_true",
+        help="also time the ONNX export in ONNX Runtime on the CPU (exported once per shape "
+        "into --weights-dir and checked against model.embed)",
+    )
+    ap.add_argument(
+        "--onnx-providers",
+        help="ONNX Runtime's execution providers, comma list (default: every one installed; "
+        "CUDAExecutionProvider with onnxruntime-gpu)",
+    )
+    ap.add_argument(
+        "--no-peer", dest="peer", action="store_false", help="skip simple-elmo (no virtualenv)"
+    )
     args = ap.parse_args(argv)
     args.shapes = [s for s in (args.shapes or ("small" if args.quick else "small,full")).split(",")]
     for shape in args.shapes:
@@ -599,13 +779,15 @@ def parse_args(argv):
         ap.error("--batch-sizes: expected positive integers")
     if args.max_batch_tokens is not None and args.max_batch_tokens < 0:
         ap.error("--max-batch-tokens: expected a non-negative integer (0: no budget)")
+    if args.onnx_providers:
+        args.onnx_providers = args.onnx_providers.split(",")
     args.threads_pair = recommended_threads() if args.threads == "elmo-tf" else None
     args.peer_threads_pair = recommended_threads() if args.peer_threads == "elmo-tf" else None
     args.repeats = args.repeats or (1 if args.quick else 3)
     args.n = args.n or (200 if args.quick else 2000)
     if args.peer_warmup_sentences is None:
         args.peer_warmup_sentences = max(64, 2 * max(args.batch_sizes))
-    if not os.path.exists(args.peer_python):
+    if args.peer and not args.reuse_peer and not os.path.exists(args.peer_python):
         ap.error(f"--peer-python: {args.peer_python} not found (run setup_peer_venv.sh)")
     return args
 
@@ -645,6 +827,7 @@ def main(argv=None):
     log(f"matmul: TF {matmul_gflops} GFLOP/s, numpy {matmul['numpy']['gflops_median']} GFLOP/s")
 
     rows, ratios, models = [], [], {}
+    onnx = {"exports": {}, "ratios": []}
     for shape in args.shapes:
         files = ensure_weights(shape, args.weights_dir)
         with open(files["options"]) as fh:
@@ -666,6 +849,29 @@ def main(argv=None):
             if args.chunk:
                 log(f"elmo-tf {shape} B={b}, embed per {args.chunk} sentences")
                 ours_chunked[b] = run_child("ours", {**spec, "chunk": args.chunk}, args.timeout)
+        onnx_runs = {}
+        if args.onnx:
+            onnx_path = os.path.join(os.path.dirname(files["options"]), "elmo.onnx")
+            check = {**files, "onnx": onnx_path, "sentences": sentences_file, "check_sentences": 64}
+            log(f"ONNX export of {shape}, checked against model.embed")
+            onnx["exports"][shape] = run_child("onnx_export", check, args.timeout)
+            for b in args.batch_sizes:
+                spec = {"shape": shape, "batch_size": b, "onnx": onnx_path,
+                        "max_batch_tokens": args.max_batch_tokens, "repeats": args.repeats,
+                        "sentences": sentences_file, "providers": args.onnx_providers}  # fmt: skip
+                log(f"onnxruntime {shape} B={b}")
+                onnx_runs[b] = run_child("onnx", spec, args.timeout, without_tensorflow_env())
+        if not args.peer:
+            for b in args.batch_sizes:
+                total = flops["total"]
+                rows.append(row(shape, b, "elmo-tf, one call", ours[b], total, matmul_gflops))
+                if args.chunk:
+                    label = f"elmo-tf, embed per {args.chunk}"
+                    rows.append(row(shape, b, label, ours_chunked[b], total, matmul_gflops))
+                if args.onnx:
+                    rows.append(row(shape, b, "onnxruntime", onnx_runs[b], total, matmul_gflops))
+                    onnx["ratios"].append(_onnx_ratio(shape, b, ours[b], onnx_runs[b]))
+            continue
         if args.reuse_peer:
             peer, strict = reused_peer(args.reuse_peer, shape, args.batch_sizes, args.peer_threads)
         else:
@@ -680,6 +886,9 @@ def main(argv=None):
             if args.chunk:
                 label = f"elmo-tf, embed per {args.chunk}"
                 rows.append(row(shape, b, label, ours_chunked[b], total, matmul_gflops))
+            if args.onnx:
+                rows.append(row(shape, b, "onnxruntime", onnx_runs[b], total, matmul_gflops))
+                onnx["ratios"].append(_onnx_ratio(shape, b, ours[b], onnx_runs[b]))
             rows.append(row(shape, b, "simple-elmo, API", peer[b], total, matmul_gflops))
             rows.append(row(shape, b, "simple-elmo, strict", strict[b], total, matmul_gflops))
             if args.peer_sorted:
@@ -729,6 +938,8 @@ def main(argv=None):
             "weights_dir": args.weights_dir,
             "peer_python": args.peer_python,
             "peer_sorted": args.peer_sorted,
+            "peer": args.peer,
+            "onnx": args.onnx,
             "peer_warmup_sentences": args.peer_warmup_sentences,
             "ours_warmup": "one full pass over the same sentences",
         },
@@ -738,6 +949,7 @@ def main(argv=None):
         "flops_note": FLOPS_NOTE,
         "rows": rows,
         "ratios": ratios,
+        "onnx": onnx if args.onnx else None,
     }
     report["table_markdown"] = markdown(report)
     with open(args.json, "w") as fh:
@@ -745,8 +957,19 @@ def main(argv=None):
         fh.write("\n")
     log(f"wrote {args.json}")
     print(report["table_markdown"])
-    if any("error" in r for r in rows):
+    checks = onnx["exports"].values() if args.onnx else []
+    if any("error" in r for r in rows) or not all(c.get("within_tolerance") for c in checks):
         sys.exit(1)
+
+
+def _onnx_ratio(shape, batch_size, ours, onnx):
+    return {
+        "shape": shape,
+        "batch_size": batch_size,
+        "tokens_per_s": ratio(onnx, ours, "tokens_per_s_median"),
+        "ours": ours,
+        "onnx": onnx,
+    }
 
 
 if __name__ == "__main__":

@@ -12,13 +12,16 @@ whichever ``KERAS_BACKEND`` names. Two parts differ by backend, and ``bilstm_pat
   state after its last token (``layers.masked_lstm``; ``keras.ops.scan``, which JAX compiles
   into one ``lax.scan``); the token CNN on every position.
 
-All compute each row's numbers from that row alone, so they agree to float32 round-off.
+All compute each row's numbers from that row alone, so they agree to float32 round-off. An
+exporter whose converter cannot read the packed loop traces the model with a loop of its own
+(``tracing_bilstm_with``; the ONNX export's ``elmo_tf.export.onnx_lstm``).
 
 What is TensorFlow by nature (SavedModel and TFLite export, serving, Beam, biLM training, the
 string signatures) says so in one line on another backend (``require_tensorflow``).
 """
 
 import contextlib
+import threading
 
 import keras
 
@@ -45,6 +48,29 @@ def bilstm_path():
     """``"packed"`` on TensorFlow, ``"eager_packed"`` on PyTorch, ``"masked"`` on JAX (see
     the module docstring)."""
     return {"tensorflow": "packed", "torch": "eager_packed"}.get(name(), "masked")
+
+
+_traced_loop = threading.local()
+
+
+def bilstm_module():
+    """The dotted name of the module whose loop the biLSTM runs in this thread now: the one
+    ``tracing_bilstm_with`` names, else ``elmo_tf.layers.{bilstm_path()}_lstm``."""
+    pinned = getattr(_traced_loop, "module", None)
+    return pinned or f"elmo_tf.layers.{bilstm_path()}_lstm"
+
+
+@contextlib.contextmanager
+def tracing_bilstm_with(module):
+    """Within the block, the biLSTM traced on this thread runs the loop of ``module`` (a
+    dotted name; the module has the functions of ``layers.packed_lstm``): how an exporter
+    hands its converter a loop the converter can read (``elmo_tf.export.onnx_lstm``)."""
+    previous = getattr(_traced_loop, "module", None)
+    _traced_loop.module = module
+    try:
+        yield
+    finally:
+        _traced_loop.module = previous
 
 
 def require_tensorflow(what):

@@ -36,6 +36,10 @@ class ExportError(ElmoError, ValueError):
     """An export target that cannot be written (an existing version, a missing directory)."""
 
 
+class ModelFileError(ElmoError, ValueError):
+    """An exported model file (ONNX) that its runtime cannot load, or that is not an ELMo export."""
+
+
 class VocabularyError(ElmoError, ValueError):
     """A vocabulary file is missing, unreadable or lacks a required token."""
 

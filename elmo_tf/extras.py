@@ -18,6 +18,8 @@ EXTRAS = {
     "tensorflow": ("tensorflow",),
     "serving": ("grpc", "tensorflow_serving", "aiohttp"),
     "tflite": ("ai_edge_litert",),
+    # running an ONNX export needs onnxruntime alone; exporting, the converter too
+    "onnx": ("onnxruntime", "onnx", "tf2onnx"),
     "beam": ("apache_beam", "pyarrow"),
     "hub": ("tensorflow_hub", "tf_keras"),
     "jax": ("jax",),
@@ -55,10 +57,11 @@ def missing(extra):
     return [module for module in EXTRAS[extra] if not _installed(module)]
 
 
-def require(extra, who):
+def require(extra, who, modules=None):
     """Raises ``MissingExtraError`` when ``extra`` is not installed; ``who`` names what needs it
-    (a module, or a command such as ``"elmo-tf serve"``)."""
-    absent = missing(extra)
+    (a module, or a command such as ``"elmo-tf serve"``). ``modules``: the ones of the extra
+    that ``who`` needs, when it needs only some (default: all)."""
+    absent = [m for m in missing(extra) if modules is None or m in modules]
     if absent:
         raise MissingExtraError(
             f"{who} needs the [{extra}] extra ({', '.join(absent)} not installed): "

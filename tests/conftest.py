@@ -40,6 +40,7 @@ collect_ignore = [
         "test_serving_robustness.py": ("grpc", "tensorflow_serving", "aiohttp"),  # [serving]
         "test_serving_versions.py": ("grpc", "tensorflow_serving", "aiohttp"),  # [serving]
         "test_tflite.py": ("ai_edge_litert",),  # [tflite]
+        "test_onnx.py": ("onnxruntime", "onnx", "tf2onnx"),  # [onnx]
         "test_beam.py": ("apache_beam", "pyarrow"),  # [beam]
     }.items()
     if not _installed(*needs)

@@ -128,6 +128,7 @@ COMMANDS = [
     ["embed"],
     ["export", "saved-model"],
     ["export", "tflite"],
+    ["export", "onnx"],
     ["serve"],
     ["client"],
     ["train"],
@@ -171,6 +172,7 @@ def test_help_answers_without_tensorflow(argv):
         ["embed", "in.txt", "out.hdf5", "--batch-size", "x"],  # a value of the wrong type
         ["serve", "--model-base-path", "/nonexistent", "--port", "0"],  # a check after parsing
         ["export", "tflite", "x.tflite", "--batch-size", "0"],
+        ["export", "onnx", "x.onnx", "--triton-max-batch-size", "0"],
         ["beam", "--input", "x.txt"],
     ],
     ids=" ".join,

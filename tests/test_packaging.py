@@ -19,6 +19,9 @@ EXTRA_MODULES = (
     "tensorflow_serving",
     "aiohttp",
     "ai_edge_litert",
+    "onnxruntime",
+    "onnx",
+    "tf2onnx",
     "tensorflow_hub",
     "tf_keras",
     "apache_beam",
@@ -88,7 +91,8 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     collected = done.stdout
-    for module in ("test_serving", "test_tflite", "test_serving_robustness", "test_beam"):
+    for module in ("test_serving", "test_tflite", "test_onnx", "test_serving_robustness",
+                   "test_beam"):  # fmt: skip
         assert f"tests/{module}.py::" not in collected, module
     assert "tests/test_model.py::" in collected
 
@@ -103,6 +107,8 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
         ),
         (["serve", "--model-base-path", "."], "serving", "grpc, tensorflow_serving, aiohttp"),
         (["export", "tflite", "x.tflite"], "tflite", "ai_edge_litert"),
+        (["export", "onnx", "x.onnx"], "onnx", "onnxruntime, onnx, tf2onnx"),
+        (["embed", "x.txt", "y.hdf5", "--onnx", "m.onnx"], "onnx", "onnxruntime"),
         (["beam", "--input", "x.txt", "--output", "y"], "beam", "apache_beam"),
     ]:
         done = _run(["-m", "elmo_tf", *argv], cwd=tmp_path, pythonpath=[str(tmp_path)], timeout=60)

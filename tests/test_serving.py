@@ -640,9 +640,16 @@ def test_deployment_assets():
         assert "prometheus_config" in f.read()
     with open(os.path.join(SERVING, "docker-compose.yml"), encoding="utf-8") as f:
         compose = f.read()
-    assert "image: tensorflow/serving:latest-gpu" in compose
+    # A pinned image (serving/README.md says why 2.21.0), the GPU batching set mounted where
+    # the server reads its batching file, a GPU memory bound and a healthcheck.
+    assert "image: tensorflow/serving:2.21.0-gpu" in compose
+    assert "./batching_parameters_gpu.txt:/config/batching_parameters.txt:ro" in compose
+    assert "--per_process_gpu_memory_fraction=0.5" in compose
+    assert "healthcheck:" in compose and "grep -q AVAILABLE" in compose
     for name in ("models.config", "batching_parameters.txt", "monitoring.config"):
         assert f"/config/{name}" in compose
+    gpu = read_batching_parameters(os.path.join(SERVING, "batching_parameters_gpu.txt"))
+    assert BatchingOptions(**gpu).max_batch_size == 128 > parameters["max_batch_size"]
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import os
 import stat
 import time
 
+from elmo_tf import extras
 from elmo_tf.cli.common import CommandError, check_input_exists, check_output_path
 from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
 from elmo_tf.cli.progress import Progress
@@ -38,6 +39,12 @@ def add_parser(subparsers):
     parser.add_argument("input", metavar="INPUT", help="UTF-8 text file, one sentence per line")
     parser.add_argument("output", metavar="OUTPUT", help="HDF5 file to write (replaced if present)")
     add_model_arguments(parser)
+    parser.add_argument(
+        "--onnx",
+        metavar="MODEL.onnx",
+        help="run an ONNX export (elmo-tf export onnx) in ONNX Runtime, without TensorFlow, "
+        "instead of a model the other flags name (the [onnx] extra)",
+    )
     layers = parser.add_mutually_exclusive_group()
     layers.add_argument(
         "--all",
@@ -97,8 +104,11 @@ def run(args):
         check_max_tokens_per_line(args.max_tokens_per_line, "--max-tokens-per-line")
     except ValueError as e:
         raise CommandError(e) from None
+    if args.onnx is not None:
+        model_files = _check_onnx_flags(args)
     check_input_exists(args.input)
-    model_files = check_model(args)  # the files the model is read from are inputs too
+    if args.onnx is None:
+        model_files = check_model(args)  # the files the model is read from are inputs too
     check_output_path(args.output, [args.input, *model_files], "an HDF5 file name")
     # A file is checked whole before the model loads (a bad line found at once, not after
     # everything before it is embedded): one streaming pass, memory bounded by the longest
@@ -107,9 +117,14 @@ def run(args):
     if _is_regular_file(args.input):
         total = sum(1 for _ in iter_sentences(args.input, args.max_tokens_per_line))
     setup_started = time.monotonic()
-    configure_threads(warn=False)  # before the model's first op: both LSTM directions side by side
-    model = load_model(args)
-    model.embed([["warm"]], token_cache_size=0)  # compiles the model: set-up, not the rate
+    if args.onnx is not None:
+        from elmo_tf.export.onnx import OnnxModel  # lazy: the [onnx] extra, no TensorFlow
+
+        model = OnnxModel(args.onnx)
+    else:
+        configure_threads(warn=False)  # before the first op: both LSTM directions side by side
+        model = load_model(args)
+        model.embed([["warm"]], token_cache_size=0)  # compiles the model: set-up, not the rate
     progress = Progress(total, unit="sentences", setup_seconds=time.monotonic() - setup_started)
     try:
         write_embeddings(
@@ -126,6 +141,17 @@ def run(args):
         raise
     progress.close()
     return 0
+
+
+def _check_onnx_flags(args):
+    """With ``--onnx``: no other model flag, the extra's runtime installed, an ONNX file that
+    exists. Returns it (an input of the command)."""
+    given = [flag for flag in ("--model", "--options", "--weights") if getattr(args, flag[2:])]
+    if given:
+        raise CommandError(f"pass one of --onnx, {', '.join(given)}, not several")
+    extras.require("onnx", "this command", modules=("onnxruntime",))
+    check_input_exists(args.onnx)
+    return [args.onnx]
 
 
 def _is_regular_file(path):

@@ -1,16 +1,22 @@
-"""``elmo-tf export {saved-model,tflite}``: argument parsing for ``elmo_tf.export``.
+"""``elmo-tf export {saved-model,tflite,onnx}``: argument parsing for ``elmo_tf.export``.
 
 ``saved-model`` writes a versioned TF SavedModel (TF Serving, ``hub.KerasLayer``,
 ``elmo_tf.ElmoLayer``); its contract is stated in ``elmo_tf.export.saved_model_module``.
 ``tflite`` writes a TFLite flatbuffer taking character ids; its contract is stated in
-``elmo_tf.export.tflite``.
+``elmo_tf.export.tflite``. ``onnx`` writes an ONNX model taking character ids (and with
+``--triton``, a Triton model repository); its contract is stated in
+``elmo_tf.export.onnx_export``.
 """
 
+import os
 import sys
 import time
 
+from elmo_tf import files
 from elmo_tf.cli.common import CommandError, check_output_path, require_extra
 from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
+from elmo_tf.export import onnx_triton
+from elmo_tf.export.onnx_export import OPSET
 from elmo_tf.export.tflite_arguments import QUANTIZE_CHOICES, check_arguments
 from elmo_tf.export.versions import version_directory
 from elmo_tf.models.settings import check_settings
@@ -19,13 +25,14 @@ from elmo_tf.models.settings import check_settings
 def add_parser(subparsers):
     parser = subparsers.add_parser(
         "export",
-        help="export a model as a SavedModel or a TFLite flatbuffer",
-        description="Export a model as a SavedModel or a TFLite flatbuffer "
+        help="export a model as a SavedModel, a TFLite flatbuffer or an ONNX model",
+        description="Export a model as a SavedModel, a TFLite flatbuffer or an ONNX model "
         "('elmo-tf export FORMAT --help' for each).",
     )
     formats = parser.add_subparsers(dest="format", metavar="FORMAT", required=True)
     _add_saved_model_parser(formats).set_defaults(export_run=run_saved_model)
     _add_tflite_parser(formats).set_defaults(export_run=run_tflite)
+    _add_onnx_parser(formats).set_defaults(export_run=run_onnx)
     return parser
 
 
@@ -63,6 +70,13 @@ def _add_saved_model_parser(formats):
     parser.add_argument(
         "--dropout", type=float, default=0.0, help="dropout on 'elmo' when training (default 0)"
     )
+    parser.add_argument(
+        "--no-warmup-requests",
+        dest="warmup_requests",
+        action="store_false",
+        help="write no assets.extra/tf_serving_warmup_requests (by default: one request per "
+        "signature, which TF Serving and elmo-tf serve run before serving a new version)",
+    )
     return parser
 
 
@@ -97,6 +111,38 @@ def _add_tflite_parser(formats):
     return parser
 
 
+def _add_onnx_parser(formats):
+    parser = formats.add_parser(
+        "onnx",
+        help="write an ONNX model (built-in operators only) taking character ids",
+        description=(
+            f"Write the model as an ONNX file (opset {OPSET}, built-in operators only) that ONNX "
+            "Runtime, Triton or any ONNX runtime runs without TensorFlow, taking character ids "
+            "[batch, time, 50] (elmo_tf.batch_to_ids), both axes dynamic; written under a "
+            "temporary name and renamed into place."
+        ),
+    )
+    parser.add_argument(
+        "outfile", metavar="OUTPUT", nargs="?", help="the .onnx file to write (or give --triton)"
+    )
+    add_model_arguments(parser)
+    parser.add_argument(
+        "--triton",
+        metavar="DIR",
+        help=f"also write a Triton model repository: DIR/{onnx_triton.MODEL_NAME}/config.pbtxt "
+        f"and DIR/{onnx_triton.MODEL_NAME}/N/{onnx_triton.MODEL_FILE} (N: the next version)",
+    )
+    parser.add_argument(
+        "--triton-max-batch-size",
+        type=int,
+        default=onnx_triton.DEFAULT_MAX_BATCH_SIZE,
+        metavar="N",
+        help="requests Triton batches together at most (default "
+        f"{onnx_triton.DEFAULT_MAX_BATCH_SIZE})",
+    )
+    return parser
+
+
 def run_saved_model(args):
     try:  # the model's own check of its settings, before TensorFlow starts
         check_settings(l2_coefficient=args.l2_coefficient, dropout=args.dropout)
@@ -109,7 +155,14 @@ def run_saved_model(args):
     start = time.monotonic()
     model = load_model(args, step="[1/2] ", l2_coefficient=0.0, dropout=args.dropout)
     print("[2/2] tracing signatures and writing the SavedModel", file=sys.stderr, flush=True)
-    path = export_saved_model(model, args.outdir, args.version, args.trainable, args.l2_coefficient)
+    path = export_saved_model(
+        model,
+        args.outdir,
+        args.version,
+        args.trainable,
+        args.l2_coefficient,
+        warmup_requests=args.warmup_requests,
+    )
     print(f"wrote {path} in {time.monotonic() - start:.1f} s", file=sys.stderr)
     print(path)
     return 0
@@ -141,3 +194,58 @@ def run_tflite(args):
     )
     print(args.outfile)
     return 0
+
+
+def run_onnx(args):
+    require_extra("onnx")
+    if args.outfile is None and args.triton is None:
+        raise CommandError("give OUTPUT (an .onnx file), --triton DIR, or both")
+    try:
+        onnx_triton.check_max_batch_size(args.triton_max_batch_size, "--triton-max-batch-size")
+    except ValueError as e:
+        raise CommandError(e) from None
+    model_files = check_model(args)  # before TensorFlow: names, files, the options
+    if args.outfile is not None:
+        check_output_path(args.outfile, model_files, "an .onnx file name")
+    if args.triton is not None:
+        _check_triton_directory(args.triton, model_files)
+    from elmo_tf.export.onnx_export import onnx_model  # lazy: starts TensorFlow
+
+    start = time.monotonic()
+    model = load_model(args, step="[1/2] ")
+    print(
+        f"[2/2] converting to ONNX (opset {OPSET}, built-in operators only, char_ids "
+        "[batch, time, 50])",
+        file=sys.stderr,
+        flush=True,
+    )
+    model_proto = onnx_model(model)
+    written = []
+    if args.outfile is not None:
+        files.write_bytes(args.outfile, model_proto.SerializeToString())
+        written.append(args.outfile)
+    if args.triton is not None:
+        written.append(
+            onnx_triton.write_triton_repository(
+                model_proto, args.triton, max_batch_size=args.triton_max_batch_size
+            )
+        )
+    size = model_proto.ByteSize()
+    print(
+        f"wrote {' and '.join(written)} ({size / 1e6:.2f} MB) in {time.monotonic() - start:.1f} s",
+        file=sys.stderr,
+    )
+    for path in written:
+        print(path)
+    return 0
+
+
+def _check_triton_directory(directory, inputs):
+    """``CommandError`` for a --triton DIR that is a file, or whose config.pbtxt would replace
+    one of the files the command reads; before any work."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise CommandError(f"--triton {directory}: is a file, expected a model repository")
+    config = os.path.join(directory, onnx_triton.MODEL_NAME, onnx_triton.CONFIG_FILE)
+    for path in inputs:
+        if os.path.exists(config) and os.path.exists(path) and os.path.samefile(config, path):
+            raise CommandError(f"--triton {directory}: {config} is an input file")

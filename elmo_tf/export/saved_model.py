@@ -7,7 +7,9 @@ LSTM layers among them; the reusable-SavedModel attributes) is stated in
 
 The model is written to ``OUTDIR/N/`` (TF Serving's layout: the server loads the highest N)
 through a temporary directory renamed into place, so a server watching OUTDIR never sees a
-half-written version.
+half-written version. It carries TF Serving's warm-up records
+(``assets.extra/tf_serving_warmup_requests``, ``elmo_tf.export.saved_model_warmup``) unless
+``warmup_requests=False``.
 """
 
 import contextlib
@@ -26,12 +28,18 @@ except ImportError:  # pragma: no cover
 
 from elmo_tf import files
 from elmo_tf.export.saved_model_module import ElmoModule
+from elmo_tf.export.saved_model_warmup import write_warmup_requests
 from elmo_tf.export.versions import version_directory
 from elmo_tf.layers import lstm_layout
 
 
-def export_saved_model(model, outdir, version=None, trainable="mix", l2_coefficient=0.0):
-    """Writes ``model`` (an ``ELMo``) as ``outdir/version/``; returns that path."""
+def export_saved_model(
+    model, outdir, version=None, trainable="mix", l2_coefficient=0.0, warmup_requests=True
+):
+    """Writes ``model`` (an ``ELMo``) as ``outdir/version/``; returns that path.
+
+    ``warmup_requests``: write TF Serving's warm-up records, one request per signature.
+    """
     os.makedirs(outdir, exist_ok=True)
     version, target = version_directory(outdir, version)
     # Traced with the layout that runs best across CPUs: the graph runs where it is served.
@@ -45,6 +53,8 @@ def export_saved_model(model, outdir, version=None, trainable="mix", l2_coeffici
             signatures = module.signatures()
         with files.atomic_path(target) as staging:
             tf.saved_model.save(module, staging, signatures=signatures, options=options)
+            if warmup_requests:
+                write_warmup_requests(staging)
     return target
 
 

@@ -10,8 +10,9 @@ from elmo_tf.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
 
 def _path():
-    """The module of this backend's path: ``packed_lstm`` (TensorFlow) or ``masked_lstm``."""
-    return importlib.import_module(f"elmo_tf.layers.{backend.bilstm_path()}_lstm")
+    """The module of this backend's path: ``packed_lstm`` (TensorFlow) or ``masked_lstm``, or
+    an exporter's loop (``elmo_tf.backend.tracing_bilstm_with``)."""
+    return importlib.import_module(backend.bilstm_module())
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")

@@ -44,6 +44,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus
 
+from elmo_tf.export.saved_model_warmup import WARMUP_FILE, read_warmup_requests
 from elmo_tf.export.versions import MAX_VERSION, versions_in
 from elmo_tf.serving.errors import (
     ServingError,
@@ -133,7 +134,16 @@ class Servable:
         return {alias: value.numpy() for alias, value in outputs.items()}
 
     def warm_up(self):
-        """Runs every signature once on a one-row input, so the first request is not slow."""
+        """Runs the version's warm-up records (``assets.extra/tf_serving_warmup_requests``,
+        ``elmo_tf.export.saved_model_warmup``) as TF Serving does, so the first request is not
+        slow; a record that fails fails the load. Without the file, every signature once on a
+        one-row input. Returns the number of warm-up records run (0 without the file)."""
+        requests = read_warmup_requests(self.path)
+        for key, inputs in requests:
+            self.signature(key).validate(inputs)
+            self.run(key, inputs)
+        if requests:
+            return len(requests)
         for key, spec in self.specs.items():
             inputs = {}
             for alias, tensor in spec.inputs.items():
@@ -143,6 +153,7 @@ class Servable:
                 else:
                     inputs[alias] = np.zeros(shape, tf.dtypes.as_dtype(tensor.dtype).as_numpy_dtype)
             self.run(key, inputs)
+        return 0
 
     def acquire(self):
         """Counts one more request using this version (``unload`` waits for them)."""
@@ -290,7 +301,14 @@ class ModelManager:
         servable = None
         try:
             servable = Servable(self.name, version, path, self.batching)
-            servable.warm_up()
+            if replayed := servable.warm_up():
+                log.info(
+                    "warmed up model '%s' version %d: %d requests of %s",
+                    self.name,
+                    version,
+                    replayed,
+                    WARMUP_FILE,
+                )
         except Exception as e:  # noqa: BLE001 - any load failure leaves the old version serving
             if servable is not None:
                 servable.unload()

@@ -1,0 +1,186 @@
+"""ELMo as an ONNX model for ONNX Runtime, Triton and any ONNX runtime (``elmo-tf export onnx``).
+
+Contract of the file (opset ``OPSET``, built-in ONNX operators only, of the default domain):
+
+- one input, ``char_ids``: int32 ``[batch, time, 50]``, both ``batch`` and ``time`` dynamic
+  (ids from ``elmo_tf.batch_to_ids``, in [0, 261]; zero rows are padding, positions and
+  sentences);
+- the outputs of the table in ``elmo_tf.models.outputs``, by name and in its order:
+  ``word_emb`` ``[batch, time, P]``, ``lstm_outputs1`` .. ``lstm_outputsL`` and ``elmo``
+  ``[batch, time, 2P]`` float32, ``default`` ``[batch, 2P]`` float32, ``sequence_len``
+  ``[batch]`` int32. They equal the model's to float32 round-off; padded positions and all-zero
+  rows come out as zeros. A sentence's vectors do not depend on its batch.
+- metadata (``metadata_props``): ``elmo_tf.options``, the model's options.json, and
+  ``elmo_tf.version``.
+
+How it is made (export/README.md says why this route): the model's own TensorFlow graph,
+traced with ``ELMo.call`` and converted by tf2onnx. Two parts of the TensorFlow path need
+help: the biLSTM's packed loop, which tf2onnx cannot convert, is traced with
+``elmo_tf.export.onnx_lstm`` (the same steps in a loop it converts into ONNX ``Loop``), and
+``UniqueV2`` (the token CNN once per distinct token), which tf2onnx has no rule for, becomes
+ONNX ``Unique`` (``_unique_rows``). Everything else, the maths included, is the model's code.
+
+``elmo_tf.export.onnx.run_onnx`` runs the file without TensorFlow.
+"""
+
+import json
+import logging
+
+from elmo_tf import __version__, characters, extras, files, native_logs
+from elmo_tf.export.onnx import INPUT_NAME, OPTIONS_KEY
+from elmo_tf.models.outputs import output_keys
+
+# Opset 13: every operator the graph needs is there (Unique, CumSum, ScatterND, Loop with
+# scan outputs) in its current form, and runtimes have run it since ONNX Runtime 1.7.
+OPSET = 13
+BATCH_AXIS = "batch"
+TIME_AXIS = "time"
+VERSION_KEY = "elmo_tf.version"
+ONNX_DOMAINS = ("", "ai.onnx")  # the default domain's two spellings
+EXPORT_LOOP = "elmo_tf.export.onnx_lstm"
+
+
+def export_onnx(model, path):
+    """Writes ``model`` (an ``ELMo``) as an ONNX file at ``path``; returns its size in bytes.
+
+    The file is written to a temporary name beside ``path`` and renamed into place.
+    """
+    model_proto = onnx_model(model)
+    data = model_proto.SerializeToString()
+    files.write_bytes(path, data)
+    return len(data)
+
+
+def onnx_model(model):
+    """``model`` (an ``ELMo``) as an ``onnx.ModelProto`` (this module's contract), checked."""
+    from elmo_tf import backend  # lazy: it starts Keras; the command line reads OPSET first
+
+    backend.require_tensorflow("ONNX export")
+    extras.require("onnx", "elmo_tf.export.onnx_export")
+    import onnx  # lazy: the [onnx] extra
+    import tensorflow as tf  # lazy: the export runs on TensorFlow; the runner does not
+    import tf2onnx  # lazy: the [onnx] extra
+
+    from elmo_tf.layers import lstm_layout  # lazy: the layers start Keras
+
+    keys = output_keys(model.config.n_lstm_layers)
+    spec = tf.TensorSpec([None, None, characters.MAX_CHARS_PER_TOKEN], tf.int32, name=INPUT_NAME)
+
+    @tf.function(input_signature=[spec])
+    def serve(char_ids):
+        outputs = model(char_ids)
+        return {key: outputs[key] for key in keys}
+
+    converter_log = logging.getLogger("tf2onnx")
+    level = converter_log.level
+    converter_log.setLevel(logging.ERROR)  # its INFO lines: one per optimiser pass
+    try:
+        # Traced with the layout that runs best across CPUs, and the loop tf2onnx converts.
+        with lstm_layout.exporting(), backend.tracing_bilstm_with(EXPORT_LOOP):
+            with native_logs.quiet():
+                model_proto, _ = tf2onnx.convert.from_function(
+                    serve,
+                    input_signature=[spec],
+                    opset=OPSET,
+                    custom_op_handlers={"UniqueV2": (_unique_rows, [])},
+                )
+    finally:
+        converter_log.setLevel(level)
+
+    _name_axes(model_proto, model, keys)
+    # tf2onnx imports ai.onnx.ml whether a node uses it or not: a runtime without it would
+    # refuse the file for nothing.
+    used = {domain for domain, _ in operators(model_proto)} | set(ONNX_DOMAINS)
+    kept = [o for o in model_proto.opset_import if o.domain in used]
+    del model_proto.opset_import[:]
+    model_proto.opset_import.extend(kept)
+    model_proto.producer_name = "elmo-tf"
+    model_proto.producer_version = __version__
+    onnx.helper.set_model_props(
+        model_proto,
+        {OPTIONS_KEY: json.dumps(model.config.to_options()), VERSION_KEY: __version__},
+    )
+    unknown = non_standard_operators(model_proto)
+    if unknown:
+        raise RuntimeError(f"the converted model needs operators outside ONNX {unknown}")
+    onnx.checker.check_model(model_proto, full_check=True)
+    return model_proto
+
+
+def _name_axes(model_proto, model, keys):
+    """Names the dynamic axes ``batch`` and ``time`` on the input and every output, and puts
+    the outputs in ``keys``' order (tf2onnx names them ``unk__N`` and sorts them)."""
+    shapes = model.output_shapes(BATCH_AXIS, TIME_AXIS)
+    graph = model_proto.graph
+    by_name = {output.name: output for output in graph.output}
+    if sorted(by_name) != sorted(keys) or [i.name for i in graph.input] != [INPUT_NAME]:
+        raise RuntimeError(
+            f"the converted model has inputs {[i.name for i in graph.input]} and outputs "
+            f"{sorted(by_name)}, expected [{INPUT_NAME!r}] and {sorted(keys)}"
+        )
+    ordered = [by_name[key] for key in keys]
+    del graph.output[:]
+    graph.output.extend(ordered)
+    _set_shape(graph.input[0], (BATCH_AXIS, TIME_AXIS, characters.MAX_CHARS_PER_TOKEN))
+    for output in graph.output:
+        _set_shape(output, shapes[output.name])
+
+
+def _set_shape(value_info, dims):
+    shape = value_info.type.tensor_type.shape
+    del shape.dim[:]
+    for dim in dims:
+        if isinstance(dim, str):
+            shape.dim.add().dim_param = dim
+        else:
+            shape.dim.add().dim_value = dim
+
+
+def operators(model_proto):
+    """``{(domain, op_type)}`` of every node of the model, in its subgraphs (``Loop`` bodies)
+    too; the default domain is ``""``."""
+    found = set()
+    graphs = [model_proto.graph]
+    while graphs:
+        graph = graphs.pop()
+        for node in graph.node:
+            found.add((node.domain, node.op_type))
+            for attribute in node.attribute:
+                if attribute.g.node:
+                    graphs.append(attribute.g)
+                graphs.extend(attribute.graphs)
+    return found
+
+
+def non_standard_operators(model_proto):
+    """The ``(domain, op_type)`` of the model's nodes that are not built-in ONNX operators of its
+    opset: another domain (``com.microsoft``, a custom one), or a name ONNX does not define
+    (a TensorFlow op the converter left as it was). Empty for an ELMo export."""
+    import onnx  # lazy: the [onnx] extra
+
+    opset = next(o.version for o in model_proto.opset_import if o.domain in ONNX_DOMAINS)
+    unknown = []
+    for domain, op_type in sorted(operators(model_proto)):
+        if domain not in ONNX_DOMAINS or not onnx.defs.has(op_type, max_inclusive_version=opset):
+            unknown.append((domain, op_type))
+    return unknown
+
+
+def _unique_rows(ctx, node, name, args):
+    """tf2onnx handler: TensorFlow's ``UniqueV2`` on axis 0 (the distinct tokens of a call, in
+    order of first appearance, and each token's index among them) as ONNX ``Unique``.
+
+    ONNX Runtime's ``Unique`` takes no int32, so the ids go through int64 and back.
+    """
+    from onnx import TensorProto  # lazy: the [onnx] extra
+
+    axis = node.inputs[1].get_tensor_value(as_list=True)
+    if axis not in (0, [0]):
+        raise ValueError(f"{name}: UniqueV2 on axis {axis}; the export maps axis 0 only")
+    values, (unique_out, index_out) = node.input[0], node.output
+    dtype, index_dtype = ctx.get_dtype(values), node.get_attr_value("out_idx")
+    ctx.remove_node(name)
+    wide = ctx.make_node("Cast", [values], attr={"to": TensorProto.INT64}).output[0]
+    unique = ctx.make_node("Unique", [wide], attr={"axis": 0, "sorted": 0}, output_count=4)
+    ctx.make_node("Cast", [unique.output[0]], attr={"to": dtype}, outputs=[unique_out])
+    ctx.make_node("Cast", [unique.output[2]], attr={"to": index_dtype}, outputs=[index_out])
