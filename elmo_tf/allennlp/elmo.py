@@ -9,7 +9,7 @@ import torch
 
 from elmo_tf import presets
 from elmo_tf.allennlp import checkpoint_layout
-from elmo_tf.characters import BOS_CHAR_IDS, EOS_CHAR_IDS
+from elmo_tf.characters import BOS_CHAR_IDS, EOS_CHAR_IDS, batch_to_ids
 from elmo_tf.config import ElmoConfig
 from elmo_tf.models.elmo import ELMo, _check_char_ids
 from elmo_tf.models.outputs import LSTMState
@@ -286,8 +286,6 @@ def _add_parameter(module, key, parameter):
 def _with_word_embedding(tensors, model, vocab):
     """``tensors`` with the cached vocabulary's token vectors at AllenNLP's key (placed where
     AllenNLP's module registers it: after the character encoder)."""
-    from elmo_tf.characters import batch_to_ids  # a flat batch of one-token rows
-
     vectors = []
     for start in range(0, len(vocab), _VOCAB_ROWS):  # bounded memory: the CNN's activations
         ids = batch_to_ids([[word] for word in vocab[start : start + _VOCAB_ROWS]])[:, 0]
