@@ -16,10 +16,6 @@ what is sent (``elmo_tf.export.saved_model_module`` states the contract):
 - ``char_ids``: ``[batch, max_len, 50]`` character ids made here (``elmo_tf.batch_to_ids``).
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import grpc
 import numpy as np
 import tensorflow as tf

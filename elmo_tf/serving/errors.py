@@ -7,9 +7,7 @@ and other unprintable characters escaped. A message is also cut at ``MAX_MESSAGE
 gRPC status travels in HTTP/2 trailers, and one of 100 KB breaks the stream.
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
 
 import grpc
 

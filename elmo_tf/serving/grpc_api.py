@@ -8,18 +8,11 @@ loaded, as TF Serving answers), RESOURCE_EXHAUSTED for a full batch queue
 Regress, MultiInference and HandleReloadConfigRequest answer UNIMPLEMENTED.
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import logging
 
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
+
 import grpc
-
-from elmo_tf import backend
-
-backend.require_tensorflow("serving")  # one line, before TensorFlow
-
 from tensorflow.core.protobuf import error_codes_pb2
 from tensorflow_serving.apis import (
     get_model_metadata_pb2,

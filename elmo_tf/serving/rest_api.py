@@ -23,21 +23,15 @@ What aiohttp does not do, this module does:
   asks before each chunk, as for a cancelled gRPC call).
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import asyncio
 import concurrent.futures
 import logging
 import threading
 import time
 
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
+
 from aiohttp import web
-
-from elmo_tf import backend
-
-backend.require_tensorflow("serving")  # one line, before TensorFlow
 
 from elmo_tf.serving import rest_protocol
 from elmo_tf.serving.errors import ServingError, clip, invalid_argument, resource_exhausted

@@ -29,21 +29,14 @@ waits its turn, holding its bytes only, until its inputs are read into arrays.
 ``elmo_tf.serving.rest_api`` carries this over HTTP.
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import dataclasses
 import json
 import re
 
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
+
 import grpc
 from google.protobuf import json_format
-
-from elmo_tf import backend
-
-backend.require_tensorflow("serving")  # one line, before TensorFlow
-
 from tensorflow_serving.apis import get_model_metadata_pb2, get_model_status_pb2
 
 from elmo_tf.export.versions import parse_version

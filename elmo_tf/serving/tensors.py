@@ -12,12 +12,9 @@ import binascii
 import json
 import math
 
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
+
 import numpy as np
-
-from elmo_tf import backend
-
-backend.require_tensorflow("serving")  # one line, before TensorFlow
-
 import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 
