@@ -831,8 +831,8 @@ def test_rest_client_gone_while_queued_is_not_computed(server, stub, monkeypatch
                 time.sleep(0.01)
         # closed: the client is gone, once the server's loop has seen it (releasing the first
         # request before that raced the close on a loaded machine)
-        (connection,) = server._rest._server.connections
-        while connection.client_waits():
+        (connection,) = server._rest.web_server.connections
+        while connection.transport is not None:
             assert time.monotonic() < deadline
             time.sleep(0.01)
     _still_up(stub)

@@ -70,3 +70,12 @@ def unavailable(message):
 
 def resource_exhausted(message, http_status=None):
     return ServingError(grpc.StatusCode.RESOURCE_EXHAUSTED, message, http_status)
+
+
+def version_label_not_found(name, label):
+    """NOT_FOUND (404) for a request naming a version label: this server has none (gRPC's
+    ``version_label``, REST's ``/labels/LABEL``)."""
+    return not_found(
+        f"version label '{clip(label)}' of model '{clip(name)}' not found (this server has no "
+        "version labels)"
+    )

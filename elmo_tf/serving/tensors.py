@@ -125,6 +125,12 @@ def from_json(value, alias, dtype_enum, check_shape=None):
                 raise invalid_argument(
                     f"input '{alias}' holds {v!r:.40}, whose \"b64\" is not base64 ({e})"
                 ) from None
+            except UnicodeEncodeError as e:  # a lone surrogate (JSON's "\ud800")
+                raise invalid_argument(
+                    f"input '{alias}' holds a string that is not Unicode text: a lone surrogate "
+                    f"{e.object[e.start : e.end]!r} at character {e.start}; send text, or bytes as "
+                    '{"b64": ...}'
+                ) from None
             except (TypeError, ValueError):
                 raise invalid_argument(
                     f"input '{alias}' must hold {dtype_name(dtype_enum)} values, got {v!r:.40}"
