@@ -761,6 +761,7 @@ def test_serve_cli_user_errors(tmp_path, capsys):
         ("--poll-seconds", "1e300", "poll_seconds must be 0 (never) or a number of seconds from"),
         ("--rest-timeout-seconds", "nan", "rest_timeout_seconds must be a number of seconds above"),
         ("--shutdown-grace-seconds", "inf", "--shutdown-grace-seconds must be a number of seconds"),
+        ("--batch-timeout-micros", str(10**17), "batch_timeout_micros must be an integer from 0"),
     ]:
         start = time.monotonic()
         argv = ["serve", "--model-base-path", str(tmp_path), "--port", "0", flag, value]

@@ -67,7 +67,10 @@ class BatchingOptions:
     def __post_init__(self):
         for field in dataclasses.fields(self):
             minimum = 0 if field.name == "batch_timeout_micros" else 1
-            maximum = MAX_BATCH_THREADS if field.name == "num_batch_threads" else None
+            maximum = {
+                "num_batch_threads": MAX_BATCH_THREADS,
+                "batch_timeout_micros": int(MAX_WAIT_SECONDS * 1_000_000),
+            }.get(field.name)
             _check_int(field.name, getattr(self, field.name), minimum, maximum)
 
     @property
