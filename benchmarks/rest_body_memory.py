@@ -50,7 +50,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_BODIES = 64
 MAX_CONNECTIONS = 1000  # --headers-only: file descriptors, in this process and the server's
 MAX_ROWS = 2048  # --unread-answer: the server's default max_request_rows
-SETTLE_SECONDS = 2.0  # how long the server is given to take in what was sent before measuring
+SETTLE_SECONDS = 30.0  # at most, for the server's RSS to stop changing before it is read
 PIECES = {"lists": b"[]", "words": b'"ab"', "ints": b"261"}
 
 
@@ -163,18 +163,32 @@ def main(argv=None):
             measure_bodies(server.pid, port, args, before)
 
 
+def settled(pid):
+    """``memory(pid)`` once its RSS has stayed within 1 MiB for a second (or after
+    ``SETTLE_SECONDS``)."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    last = memory(pid)
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = memory(pid)
+        if abs(now["VmRSS"] - last["VmRSS"]) <= 1:
+            return now
+        last = now
+    return last
+
+
 def measure_headers_only(pid, port, args, before):
     connections = headers_only(port, args.headers_only, args.max_request_bytes)
-    time.sleep(SETTLE_SECONDS)
-    held = memory(pid)
+    held = settled(pid)
     for sock in connections:
         sock.close()
-    time.sleep(SETTLE_SECONDS)
-    after = memory(pid)
+    after = settled(pid)
+    grew = held["VmRSS"] - before["VmRSS"]
     print(f"{args.headers_only} connections, headers declaring {args.max_request_bytes} bytes")
-    print(f"  RSS (VmRSS) before {before['VmRSS']:.0f} MiB, with them open {held['VmRSS']:.0f}")
-    print(f"  MiB (grew by {held['VmRSS'] - before['VmRSS']:.0f}), after they closed")
-    print(f"  {after['VmRSS']:.0f} MiB; peak (VmHWM) {after['VmHWM']:.0f} MiB")
+    print(f"  RSS (VmRSS) before        {before['VmRSS']:6.0f} MiB")
+    print(f"  with them open            {held['VmRSS']:6.0f} MiB (grew by {grew:.0f})")
+    print(f"  after they closed         {after['VmRSS']:6.0f} MiB")
+    print(f"  peak (VmHWM)              {after['VmHWM']:6.0f} MiB")
 
 
 def measure_unread_answer(pid, port, args, before):

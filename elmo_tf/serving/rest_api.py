@@ -35,8 +35,11 @@ server"):
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
+import socket
+import struct
 import threading
 import time
 
@@ -328,10 +331,16 @@ class _Writer:
             self.left -= loop.time() - started
 
     def cut(self):
-        """Closes the connection without sending what waits in its buffer (``close`` would
-        keep it until the client reads it)."""
-        if self.transport is not None:
-            self.transport.abort()
+        """Resets the connection, dropping what waits to be sent: ``close`` would keep it
+        until the client reads it, and a plain socket close would leave it to the kernel to
+        send (a linger of 0 makes the close a reset)."""
+        if self.transport is None:
+            return
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
 
     def __str__(self):
         return f"{self.timeout:g}"
