@@ -7,7 +7,10 @@ framing (one ``Content-Length``, or a chunked body; a request whose body's end t
 could read differently is a 400, so no body is ever read as the next request), limits on
 request lines and headers, a lingering close after an answer sent before its body was read,
 graceful shutdown. It runs its event loop in a thread of its own; the answers are computed on
-a pool of ``WORKERS`` threads (the model's batcher groups concurrent requests).
+a pool of ``WORKERS`` threads (the model's batcher groups concurrent requests). The low-level
+server rather than ``web.AppRunner`` with an ``Application``: the routes are
+``rest_protocol``'s, on the path as it was sent (an application's router matches decoded
+paths), and two guards below need the connection handler, which an application makes itself.
 
 What aiohttp does not do, this module does, each for a row of docs/robustness.md ("The
 server"):
