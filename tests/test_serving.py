@@ -6,6 +6,7 @@ gRPC and HTTP call has a timeout.
 """
 
 import concurrent.futures
+import io
 import json
 import os
 import queue
@@ -193,6 +194,57 @@ def test_client_embed_and_cli(batched, local, capsys, tmp_path):
     assert_reordered(values["default"], _local_outputs(local, "default", ["Hello !"])["default"])
     assert main(["client", "--server", server, "--signature", "tokens", "--version", "9", "x"]) == 1
     assert "NOT_FOUND" in capsys.readouterr().err
+
+
+def test_client_reads_dash_as_standard_input(batched, monkeypatch, tmp_path, capsys):
+    """``-`` is standard input (a file named ``-`` is ``./-``); empty input says so by name."""
+    server = f"127.0.0.1:{batched.port}"
+    (tmp_path / "-").write_text("a file named dash\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for stdin, rows in [(b"one\ntwo three\n", 2), (b"", None)]:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        status = main(["client", "--server", server, "--output", "sequence_len", "--json", "-"])
+        captured = capsys.readouterr()
+        if rows is None:
+            assert status == 1
+            assert "elmo-tf client: error: standard input: no sentences" in captured.err
+        else:
+            assert status == 0 and json.loads(captured.out)["sequence_len"] == [1, 2]
+    assert main(["client", "--server", server, "--output", "sequence_len", "--json", "./-"]) == 0
+    assert json.loads(capsys.readouterr().out)["sequence_len"] == [4]
+
+
+@pytest.mark.parametrize(
+    "argv, status, fragment",
+    [
+        (["--timeout", "0", "s"], 2, "argument --timeout: must be a number of seconds above 0"),
+        (["--timeout", "-1", "s"], 2, "argument --timeout: must be a number of seconds above 0"),
+        (["--timeout", "nan", "s"], 2, "up to 86400, got nan"),
+        (["--timeout", "1e9", "s"], 2, "up to 86400, got 1000000000.0"),
+        (["--version", "9" * 20, "s"], 2, "argument --version: must be a version number from 0"),
+        (["--version", "-1", "s"], 2, "argument --version: must be a version number from 0"),
+        (["{dir}"], 1, "{dir}: input is a directory, expected a text file; to send it as a"),
+        (["{dir}/broken"], 1, "{dir}/broken: input file not found; to send it as a sentence"),
+    ],
+)
+def test_client_refuses_bad_flags_and_inputs_before_connecting(
+    argv, status, fragment, tmp_path, capsys
+):
+    """Checked before anything is sent (the server address is a closed port): a number out of
+    range is a flag error; a name that exists but is no text file is never a sentence."""
+    (tmp_path / "broken").symlink_to(tmp_path / "nothing")
+    argv = [a.replace("{dir}", str(tmp_path)) for a in argv]
+    assert main(["client", "--server", "127.0.0.1:1", *argv]) == status
+    err = capsys.readouterr().err
+    assert fragment.replace("{dir}", str(tmp_path)) in err.strip().splitlines()[-1], err
+    assert "UNAVAILABLE" not in err
+
+
+def test_client_library_checks_version_and_timeout():
+    with pytest.raises(ValueError, match="version must be an integer from 0 to 92233720368547"):
+        make_request(["a"], version=2**63)
+    with pytest.raises(ValueError, match="timeout must be a number of seconds above 0"):
+        elmo_tf.serving.client.Client("127.0.0.1:1", timeout=0)
 
 
 def test_metadata_and_status(stub, model_stub, base_path):
@@ -702,9 +754,21 @@ def test_serve_cli_user_errors(tmp_path, capsys):
     assert "max_batch_size must be a positive integer" in capsys.readouterr().err
     # thread counts are bounded before a thread starts (3,000 started 12,016 threads; 100,000
     # spent 90 s starting them, then left the server half-started)
+    # every number is bounded before the model loads (2**31 bytes used to load the model, then
+    # die in gRPC's int32 channel arguments; 1e-9 s polling spun a core)
     for flag, value, message in [
         ("--num-batch-threads", "3000", "num_batch_threads must be an integer from 1 to 64"),
         ("--grpc-max-threads", "100000", "grpc_max_threads must be an integer from 1 to 1024"),
+        (
+            "--max-request-bytes",
+            str(2**31),
+            "max_request_bytes must be an integer from 1 to 2147483647, got 2147483648",
+        ),
+        ("--poll-seconds", "1e-9", "poll_seconds must be 0 (never) or a number of seconds from"),
+        ("--poll-seconds", "1e300", "poll_seconds must be 0 (never) or a number of seconds from"),
+        ("--rest-timeout-seconds", "nan", "rest_timeout_seconds must be a number of seconds above"),
+        ("--shutdown-grace-seconds", "inf", "--shutdown-grace-seconds must be a number of seconds"),
+        ("--batch-timeout-micros", str(10**17), "batch_timeout_micros must be an integer from 0"),
     ]:
         start = time.monotonic()
         argv = ["serve", "--model-base-path", str(tmp_path), "--port", "0", flag, value]

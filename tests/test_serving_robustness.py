@@ -7,12 +7,16 @@ shutdown, versions that fail to load. Servers listen on 127.0.0.1 with ephemeral
 are stopped by finalizers; every call has a timeout.
 """
 
+import asyncio
 import concurrent.futures
 import contextlib
+import gzip
 import json
+import logging
 import os
 import queue
 import re
+import select
 import shutil
 import signal
 import socket
@@ -20,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 
 import grpc
 import numpy as np
@@ -42,7 +47,9 @@ from elmo_tf.embedding_file import read_sentences
 from elmo_tf.errors import ListenError
 from elmo_tf.serving import addresses, rest_api, rest_protocol
 from elmo_tf.serving.client import make_request
+from elmo_tf.serving.content_coding import PIECE_BYTES, BodyDecoder
 from elmo_tf.serving.errors import ServingError
+from elmo_tf.serving.in_flight import ReceivedBodies, WrittenAnswers
 from elmo_tf.serving.model_manager import ModelManager, State
 from elmo_tf.serving.options import BatchingOptions
 from elmo_tf.serving.request_batching import Batcher
@@ -75,6 +82,12 @@ def _start(request, **kwargs):
 @pytest.fixture(scope="module")
 def server(request, base_path):
     return _start(request, base=str(base_path), batching=BATCHING, **LIMITS)
+
+
+@pytest.fixture(scope="module")
+def quick_server(request, base_path):
+    """A server whose REST timeout is 1 s (for the slow tests of deadlines)."""
+    return _start(request, base=str(base_path), rest_timeout_seconds=1.0)
 
 
 @pytest.fixture(scope="module")
@@ -328,6 +341,18 @@ REST_CASES = {
         400,
         "must have rank 1",
     ),
+    "a lone surrogate": (
+        b'{"instances": ["ok", "a\\ud800b"]}',
+        {},
+        400,
+        "holds a string that is not Unicode text: a lone surrogate '\\ud800' at character 1",
+    ),
+    "a body over the limit once decoded (a gzip bomb)": (
+        gzip.compress(b" " * (17 * 1024 * 1024)),
+        {"Content-Encoding": "gzip"},
+        413,
+        "request body decodes to more than 16777216 bytes",
+    ),
     "a signature name of 100 KB": (
         {"signature_name": "s" * 100_000, "instances": ["a"]},
         {},
@@ -477,6 +502,56 @@ REST_ERRORS = {
         400,
         "Bad status line",
     ),
+    "CONNECT": (
+        b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+        501,
+        "Unsupported method ('CONNECT'): the REST API takes GET, HEAD, POST",
+    ),
+    "a transfer coding other than chunked": (
+        b"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\n"
+        b"Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        501,
+        "Transfer-Encoding 'gzip, chunked' is not supported: send the body with a Content-Length",
+    ),
+    "a content coding without its library (br)": (
+        b"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\nContent-Encoding: br\r\n"
+        b"Content-Length: 2\r\n\r\n{}",
+        415,
+        "Content-Encoding 'br' is not supported: send the body as gzip or deflate (or none)",
+    ),
+    "a content coding of no name": (
+        b"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\nContent-Encoding: bogus\r\n"
+        b"Content-Length: 2\r\n\r\n{}",
+        415,
+        "Content-Encoding 'bogus' is not supported",
+    ),
+    "a body that is not what its Content-Encoding says": (
+        b"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+        b"Content-Length: 2\r\n\r\n{}",
+        400,
+        "the body is not gzip data as its Content-Encoding says (",
+    ),
+    "a percent-encoded ':' (not a separator)": (
+        b"POST /v1/models/elmo%3Apredict HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+        404,
+        "Malformed request: POST /v1/models/elmo%3Apredict",
+    ),
+    "a percent-encoded '/' (part of the name)": (
+        b"GET /v1/models/elmo%2Fmetadata HTTP/1.1\r\nHost: x\r\n\r\n",
+        404,
+        "no model 'elmo%2Fmetadata'",
+    ),
+    "a version label (predict)": (
+        b"POST /v1/models/elmo/labels/stable:predict HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Length: 2\r\n\r\n{}",
+        404,
+        "version label 'stable' of model 'elmo' not found (this server has no version labels)",
+    ),
+    "a version label (status)": (
+        b"GET /v1/models/elmo/labels/stable HTTP/1.1\r\nHost: x\r\n\r\n",
+        404,
+        "version label 'stable' of model 'elmo' not found (this server has no version labels)",
+    ),
     # the parser quotes the request line: cut to 200 characters
     "long malformed request line": (
         b"GET / HTTP/9" + b"9" * 300 + b"\r\nHost: x\r\n\r\n",
@@ -487,13 +562,84 @@ REST_ERRORS = {
 
 
 @pytest.mark.parametrize("case", list(REST_ERRORS))
-def test_rest_errors_are_json(case, server):
-    """Every error, the HTTP parser's own included, is a JSON ``{"error": ...}`` of one line."""
+def test_rest_errors_are_json(case, server, caplog):
+    """Every error, the HTTP parser's own included, is a JSON ``{"error": ...}`` of one line,
+    on an HTTP/1.1 status line, and logs no traceback."""
     raw, status, fragment = REST_ERRORS[case]
-    got, headers, body = _exchange(server.rest_port, raw + SMUGGLED)[0]
+    with caplog.at_level(logging.DEBUG, logger="serving"):
+        (got, headers, body), *_ = _exchange(server.rest_port, raw + SMUGGLED)
     assert got == status and headers["content-type"].startswith("application/json")
     error = json.loads(body)["error"]
     assert fragment in error and "\n" not in error and len(error) < 300, error
+    assert "install" not in error  # a library the server lacks is not the client's business
+    assert not [r for r in caplog.records if r.exc_info], caplog.text
+
+
+@pytest.mark.parametrize("version", ["0.9", "2.0"])
+def test_rest_other_http_versions_are_a_505_on_an_http_1_1_status_line(version, server, caplog):
+    """HTTP/0.9 or 2.0 is refused on an HTTP/1.1 status line (aiohttp would answer it as
+    "HTTP/2.0 200"), then the connection closes."""
+    line = "GET /v1/models/elmo" + ("" if version == "0.9" else f" HTTP/{version}\r\nHost: x")
+    closed = []
+    with caplog.at_level(logging.DEBUG, logger="serving"):
+        answers = _exchange(server.rest_port, f"{line}\r\n\r\n".encode(), TIMEOUT, closed)
+    ((status, headers, body),) = answers
+    assert (status, closed) == (505, [True]) and headers["content-type"] == "application/json"
+    assert json.loads(body) == {"error": f"HTTP/{version} is not supported: send HTTP/1.1"}
+    assert not [r for r in caplog.records if r.exc_info], caplog.text
+
+
+def test_rest_head_is_get_without_its_body(server):
+    """HEAD: GET's status and headers, no body; the connection goes on."""
+    get = _exchange(server.rest_port, FOLLOWING)
+    head = b"HEAD /v1/models/elmo HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", server.rest_port), timeout=TIMEOUT) as sock:
+        sock.sendall(head + FOLLOWING)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    first, _, rest = data.partition(b"\r\n\r\n")
+    assert (
+        first.startswith(b"HTTP/1.1 200") and f"Content-Length: {len(get[0][2])}".encode() in first
+    )
+    assert rest.startswith(b"HTTP/1.1 200")  # the next answer at once: HEAD's had no body
+    assert json.loads(rest.partition(b"\r\n\r\n")[2]) == json.loads(get[0][2])
+
+
+def test_rest_takes_bodies_compressed_with_gzip_or_deflate(server):
+    """A body sent with Content-Encoding gzip (one or several members) or deflate answers as
+    the same body sent plain."""
+    body = json.dumps({"instances": ["a b c", "d"]}).encode()
+    plain = _post(server.rest_port, body)
+    assert plain[0] == 200
+    for coding, data in [
+        ("gzip", gzip.compress(body)),
+        ("gzip", gzip.compress(body[:10]) + gzip.compress(body[10:])),
+        ("x-gzip", gzip.compress(body)),
+        ("deflate", zlib.compress(body)),
+    ]:
+        assert _post(server.rest_port, data, {"Content-Encoding": coding}) == plain, coding
+
+
+def test_body_decoder_bounds_each_piece():
+    """A body is decoded a bounded piece at a time (so the limit is checked between pieces,
+    never after a bomb is whole), across the bytes as they arrive."""
+    body = os.urandom(1000) + b"\0" * (3 * PIECE_BYTES + 5)
+    for coding, data in [("gzip", gzip.compress(body)), ("deflate", zlib.compress(body))]:
+        decoder, pieces = BodyDecoder(coding), []
+        for i in range(0, len(data), 100):
+            pieces += decoder.decode(data[i : i + 100])
+        decoder.finish()
+        assert b"".join(pieces) == body and max(map(len, pieces)) <= PIECE_BYTES
+    cut = BodyDecoder("gzip")
+    list(cut.decode(gzip.compress(body)[:-8]))
+    with pytest.raises(ServingError, match="ends before its end marker") as error:
+        cut.finish()
+    assert error.value.http_status == 400
+    for header in ("br", "gzip, gzip", "compress"):
+        with pytest.raises(ServingError, match="is not supported") as error:
+            BodyDecoder(header)
+        assert error.value.http_status == 415
 
 
 def test_body_budget_admits_in_turn():
@@ -552,6 +698,137 @@ def test_rest_bodies_parse_in_turn_within_the_budget(server, stub, monkeypatch):
             status, answer = future.result(TIMEOUT)
             assert status == 200 and len(json.loads(answer)["predictions"]) == 1
     assert len(parsed) == 2 and budget.used == 0
+
+
+def _send_head(port, length, first=b""):
+    """A socket that has sent a POST's headers declaring ``length`` bytes, then ``first``."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    head = (
+        f"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    sock.sendall(head.encode() + first)
+    return sock
+
+
+def _answer(sock):
+    """``(status, body)`` of the answer on ``sock`` (sent with ``Connection: close``)."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def test_rest_headers_alone_hold_no_body_memory(server):
+    """Eight connections whose headers declare a body at the limit (16 MiB) and send none of it
+    hold no body: a body grows as its bytes arrive (128 MiB used to be allocated at once, and
+    kept), and only bytes received take room in the server's budget."""
+    import tracemalloc
+
+    limit = server.options.max_request_bytes
+    bodies = server._rest.bodies
+    tracemalloc.start()
+    socks = []
+    try:
+        socks = [_send_head(server.rest_port, limit) for _ in range(8)]
+        _wait_for(lambda: len(bodies.receiving) == 8)  # each handler waits for its body
+        held, _ = tracemalloc.get_traced_memory()
+        assert held < 8 * 1024 * 1024, held  # not 8 x 16 MiB
+        assert bodies.used == 0
+        for sock in socks:
+            sock.sendall(b" " * 1000)
+        _wait_for(lambda: bodies.used == 8 * 1000)  # the bytes received, counted
+    finally:
+        tracemalloc.stop()
+        for sock in socks:
+            sock.close()
+    _wait_for(lambda: not bodies.receiving and bodies.used == 0)  # given back on close
+    _still_up_rest(server)
+
+
+def _still_up_rest(server):
+    status, answer = _post(server.rest_port, {"instances": ["still up ."]})
+    assert status == 200 and json.loads(answer)["predictions"][0]["sequence_len"] == 3
+
+
+def test_rest_bodies_wait_for_room_in_the_budget(server, monkeypatch):
+    """Past the budget of bodies in flight, a body waits for room (unread) while the one that
+    began first goes on; once that one is answered, the other is read and answered."""
+    bodies = ReceivedBodies(1000)
+    monkeypatch.setattr(server._rest, "bodies", bodies)
+    first_body = b'{"instances": ["first"]' + b" " * 3000 + b"}"
+    first = _send_head(server.rest_port, len(first_body), first_body[:2000])
+    _wait_for(lambda: bodies.used == 2000)  # the first body goes on past the budget
+    second_body = json.dumps({"instances": ["second one"]}).encode()
+    second = _send_head(server.rest_port, len(second_body), second_body)
+    try:
+        _wait_for(lambda: len(bodies.receiving) == 2)
+        second.settimeout(0.2)
+        with pytest.raises(TimeoutError):  # waits for room: no answer yet
+            second.recv(1)
+        assert bodies.used == 2000
+        second.settimeout(TIMEOUT)
+        first.sendall(first_body[2000:])
+        for sock, rows in [(first, 1), (second, 1)]:
+            status, answer = _answer(sock)
+            assert status == 200 and len(json.loads(answer)["predictions"]) == rows
+    finally:
+        first.close()
+        second.close()
+    _wait_for(lambda: bodies.used == 0 and not bodies.receiving)
+
+
+def test_received_bodies_admit_the_first_body_and_free_on_release():
+    async def scenario():
+        bodies = ReceivedBodies(100)
+        first, second = bodies.begin(), bodies.begin()
+        await first.take(80, timeout=1.0)
+        waiting = asyncio.ensure_future(second.take(40, timeout=5.0))
+        await first.take(50, timeout=1.0)  # the first in line goes on past the capacity
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and bodies.used == 130
+        third = bodies.begin()
+        with pytest.raises(asyncio.TimeoutError):
+            await third.take(40, timeout=0.05)  # no room within its timeout
+        third.release()
+        first.release()
+        first.release()  # twice frees once
+        await waiting
+        assert bodies.used == 40 and bodies.receiving[0] is second
+        second.received()  # whole: out of the line, its bytes still held
+        assert bodies.receiving == [] and bodies.used == 40
+        second.release()
+        assert bodies.used == 0
+
+    asyncio.run(scenario())
+
+
+def test_written_answers_refuse_past_the_capacity():
+    answers = WrittenAnswers(100)
+    assert answers.take(500)  # alone, an answer larger than the capacity is written
+    assert not answers.take(1)
+    answers.give_back(500)
+    assert answers.take(60) and answers.take(40) and not answers.take(1)
+    answers.give_back(60)
+    answers.give_back(40)
+    assert (answers.used, answers.answers) == (0, 0)
+
+
+def test_rest_answer_past_the_budget_of_answers_is_a_503(server, monkeypatch):
+    """When the answers being written hold the whole budget, another answer is refused (503:
+    retry later) and its connection closed, instead of held."""
+    answers = WrittenAnswers(1000)
+    monkeypatch.setattr(server._rest, "answers", answers)
+    answers.take(1000)  # as a client that does not read a long answer would hold it
+    try:
+        closed = []
+        ((status, _, body),) = _exchange(server.rest_port, FOLLOWING, idle=TIMEOUT, closed=closed)
+        assert status == 503 and closed == [True]
+        assert "answers that their clients have not read yet; retry later" in body.decode()
+    finally:
+        answers.give_back(1000)
+    assert _exchange(server.rest_port, FOLLOWING)[0][0] == 200
 
 
 def test_rest_large_answers_are_sent_in_chunks_as_encoded(server, stub, monkeypatch):
@@ -831,8 +1108,8 @@ def test_rest_client_gone_while_queued_is_not_computed(server, stub, monkeypatch
                 time.sleep(0.01)
         # closed: the client is gone, once the server's loop has seen it (releasing the first
         # request before that raced the close on a loaded machine)
-        (connection,) = server._rest._server.connections
-        while connection.client_waits():
+        (connection,) = server._rest.web_server.connections
+        while connection.transport is not None:
             assert time.monotonic() < deadline
             time.sleep(0.01)
     _still_up(stub)
@@ -866,10 +1143,45 @@ def test_rest_expect_100_continue(server):
 
 
 @pytest.mark.slow
-def test_rest_slow_and_idle_clients_are_cut_off(request, base_path):
+def test_rest_answer_left_unread_is_cut_off_within_the_timeout(quick_server):
+    """A client that asks for a long answer (512 rows: MBs of JSON) and reads none of it: the
+    server waits 1 s (--rest-timeout-seconds) in all for it to read, then cuts the connection
+    and drops the answer (it used to hold both for ever)."""
+    server = quick_server
+    body = json.dumps({"instances": [" ".join(["w"] * 10)] * 512}).encode()
+    head = (
+        f"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # reads nothing meanwhile
+        sock.settimeout(TIMEOUT)
+        sock.connect(("127.0.0.1", server.rest_port))
+        sock.sendall(head.encode() + body)
+        answers = server._rest.answers
+        _wait_for(lambda: answers.answers == 1)  # computed: being written
+        writing = time.monotonic()
+        _wait_for(lambda: answers.answers == 0)
+        assert time.monotonic() - writing < CUT_OFF  # 1 s of waiting, plus encoding
+        assert answers.used == 0
+        _wait_for(lambda: server._rest.open_connections() == 0)
+        # reset: what waited to be sent is dropped, not left for the kernel to send
+        poller = select.poll()
+        poller.register(sock, select.POLLERR | select.POLLHUP)
+        assert poller.poll(CUT_OFF * 1000), "the connection was not reset"
+        with pytest.raises(ConnectionResetError):
+            while sock.recv(65536):
+                pass
+    status, _ = _raw_http(
+        server.rest_port, "GET /v1/models/elmo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    )
+    assert status == 200
+
+
+@pytest.mark.slow
+def test_rest_slow_and_idle_clients_are_cut_off(quick_server):
     """--rest-timeout-seconds: a client that stalls mid-headers, stalls mid-body or idles on a
     keep-alive connection is disconnected after the timeout and holds no thread."""
-    server = _start(request, base=str(base_path), rest_timeout_seconds=1.0)
+    server = quick_server
     port = server.rest_port
 
     def closed_within(sock, seconds):

@@ -117,8 +117,9 @@ def server_options(args):
 
 def run(args):
     require_extra("serving")
-    if not args.shutdown_grace_seconds > 0:
-        raise CommandError("--shutdown-grace-seconds must be positive")
+    options.check_seconds(
+        "--shutdown-grace-seconds", args.shutdown_grace_seconds, error=CommandError
+    )
     server_opts = server_options(args)
     addresses.check_can_listen(args.host, args.port, args.rest_port)  # before the model loads
     from elmo_tf.serving.server import ModelServer  # lazy: the [serving] extra, TensorFlow

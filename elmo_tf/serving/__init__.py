@@ -9,5 +9,7 @@
   (``elmo-tf client``); it works against either server.
 - ``serving/loadtest.py``: a bounded load test.
 
-See ``serving/README.md``. Importing this package imports nothing heavy.
+See ``serving/README.md``. Importing this package imports nothing heavy: ``options``,
+``addresses`` and ``request_limits`` need nothing more, and the server's modules check the
+``[serving]`` extra and the Keras backend once, in ``_deps``, before their imports.
 """

@@ -16,16 +16,15 @@ what is sent (``elmo_tf.export.saved_model_module`` states the contract):
 - ``char_ids``: ``[batch, max_len, 50]`` character ids made here (``elmo_tf.batch_to_ids``).
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import grpc
 import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
+from elmo_tf import checks
 from elmo_tf.characters import batch_to_ids, split_tokens
+from elmo_tf.export.versions import MAX_VERSION
+from elmo_tf.serving.options import check_seconds
 
 SIGNATURES = ("default", "tokens", "char_ids")
 
@@ -38,7 +37,7 @@ def make_request(sentences, signature="default", model_name="elmo", outputs=(), 
     request.model_spec.name = model_name
     request.model_spec.signature_name = signature
     if version is not None:
-        request.model_spec.version.value = version
+        request.model_spec.version.value = checks.integer("version", version, 0, MAX_VERSION)
     request.output_filter.extend(outputs)
     token_lists = [split_tokens(s) if isinstance(s, str) else list(s) for s in sentences]
     if signature == "default":
@@ -68,12 +67,12 @@ class Client:
     Args:
         server: ``"HOST:PORT"`` of the gRPC API.
         model_name: the served model's name.
-        timeout: seconds each call may take.
+        timeout: seconds each call may take (at most a day).
     """
 
     def __init__(self, server, model_name="elmo", timeout=60.0):
         self.model_name = model_name
-        self.timeout = timeout
+        self.timeout = check_seconds("timeout", timeout, error=ValueError)
         self.channel = connect(server)
         self.stub = prediction_service_pb2_grpc.PredictionServiceStub(self.channel)
 

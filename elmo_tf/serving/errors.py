@@ -7,9 +7,7 @@ and other unprintable characters escaped. A message is also cut at ``MAX_MESSAGE
 gRPC status travels in HTTP/2 trailers, and one of 100 KB breaks the stream.
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
 
 import grpc
 
@@ -72,3 +70,12 @@ def unavailable(message):
 
 def resource_exhausted(message, http_status=None):
     return ServingError(grpc.StatusCode.RESOURCE_EXHAUSTED, message, http_status)
+
+
+def version_label_not_found(name, label):
+    """NOT_FOUND (404) for a request naming a version label: this server has none (gRPC's
+    ``version_label``, REST's ``/labels/LABEL``)."""
+    return not_found(
+        f"version label '{clip(label)}' of model '{clip(name)}' not found (this server has no "
+        "version labels)"
+    )

@@ -8,18 +8,11 @@ loaded, as TF Serving answers), RESOURCE_EXHAUSTED for a full batch queue
 Regress, MultiInference and HandleReloadConfigRequest answer UNIMPLEMENTED.
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import logging
 
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
+
 import grpc
-
-from elmo_tf import backend
-
-backend.require_tensorflow("serving")  # one line, before TensorFlow
-
 from tensorflow.core.protobuf import error_codes_pb2
 from tensorflow_serving.apis import (
     get_model_metadata_pb2,
@@ -29,7 +22,7 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from elmo_tf.serving.errors import ServingError, clip, invalid_argument
+from elmo_tf.serving.errors import ServingError, clip, invalid_argument, version_label_not_found
 from elmo_tf.serving.tensors import from_tensor_proto, to_tensor_proto
 
 log = logging.getLogger("serving")
@@ -40,11 +33,7 @@ SIGNATURE_DEF_FIELD = "signature_def"
 def model_request(model_spec):
     """``(name, version or None)`` of a request's ``ModelSpec``."""
     if model_spec.version_label:
-        raise ServingError(
-            grpc.StatusCode.NOT_FOUND,
-            f"version label '{clip(model_spec.version_label)}' of model "
-            f"'{clip(model_spec.name)}' not found (this server has no version labels)",
-        )
+        raise version_label_not_found(model_spec.name, model_spec.version_label)
     version = model_spec.version.value if model_spec.HasField("version") else None
     return model_spec.name, version
 

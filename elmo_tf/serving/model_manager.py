@@ -3,6 +3,7 @@
 TF Serving's layout and default version policy: ``BASE/N/saved_model.pb`` is version N, and the
 highest N is served. A version directory's name is read by ``elmo_tf.export.versions`` (ASCII
 digits whose value fits in int64, leading zeros allowed: ``0007/`` is version 7 and is read
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
 from ``0007/``); any other name is not a version, and a name of digits beyond int64 is ignored
 with one log line. ``ModelManager`` polls ``BASE`` every ``poll_seconds``:
 
@@ -21,10 +22,6 @@ retried at later polls with exponential backoff (from ``poll_seconds`` up to
 meanwhile, unless it was removed.
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import contextlib
 import gc
 import logging
@@ -35,11 +32,6 @@ import time
 
 import grpc
 import numpy as np
-
-from elmo_tf import backend
-
-backend.require_tensorflow("serving")  # one line, before TensorFlow
-
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus

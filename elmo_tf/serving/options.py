@@ -8,6 +8,7 @@ before it knows whether the ``[serving]`` extra is installed.
 """
 
 import dataclasses
+import math
 import os
 import re
 
@@ -32,6 +33,13 @@ DEFAULT_REST_TIMEOUT_SECONDS = 30.0
 # more): bounded as the request sizes are.
 MAX_BATCH_THREADS = 64
 MAX_GRPC_THREADS = 1024
+# gRPC's message size limits are int32 channel arguments: a larger value fails in grpc itself.
+MAX_REQUEST_BYTES = 2**31 - 1
+# Polling more often than this would keep a core busy listing the base path (0: never polls).
+MIN_POLL_SECONDS = 0.1
+# The longest wait any option or flag of the server or client may name (a day): longer ones
+# are typos, and threading's waits overflow past about 10**11 s.
+MAX_WAIT_SECONDS = 24 * 3600.0
 
 
 def option(default, help, type=int, aliases=(), metavar=None):  # noqa: A002 - argparse's names
@@ -59,7 +67,10 @@ class BatchingOptions:
     def __post_init__(self):
         for field in dataclasses.fields(self):
             minimum = 0 if field.name == "batch_timeout_micros" else 1
-            maximum = MAX_BATCH_THREADS if field.name == "num_batch_threads" else None
+            maximum = {
+                "num_batch_threads": MAX_BATCH_THREADS,
+                "batch_timeout_micros": int(MAX_WAIT_SECONDS * 1_000_000),
+            }.get(field.name)
             _check_int(field.name, getattr(self, field.name), minimum, maximum)
 
     @property
@@ -193,7 +204,7 @@ class ServerOptions:
     )
     poll_seconds: float = option(
         DEFAULT_POLL_SECONDS,
-        "how often to look for a new version, 0: never",
+        f"how often to look for a new version, 0: never, else at least {MIN_POLL_SECONDS:g}",
         type=float,
         aliases=("--file-system-poll-wait-seconds", "--file_system_poll_wait_seconds"),
         metavar="S",
@@ -229,10 +240,11 @@ class ServerOptions:
             _check_int("rest_port", self.rest_port, 0, 65535)
         if self.batching is not None and not isinstance(self.batching, BatchingOptions):
             raise OptionError("batching must be BatchingOptions or None")
-        _check_int("max_request_bytes", self.max_request_bytes, 1)
+        _check_int("max_request_bytes", self.max_request_bytes, 1, MAX_REQUEST_BYTES)
         _check_int("grpc_max_threads", self.grpc_max_threads, 1, MAX_GRPC_THREADS)
-        _check_number("poll_seconds", self.poll_seconds, positive=False)
-        _check_number("rest_timeout_seconds", self.rest_timeout_seconds, positive=True)
+        if not (checks.is_number(self.poll_seconds) and self.poll_seconds == 0):
+            check_seconds("poll_seconds", self.poll_seconds, MIN_POLL_SECONDS, "0 (never) or ")
+        check_seconds("rest_timeout_seconds", self.rest_timeout_seconds)
         try:
             self.limits()
         except ValueError as e:
@@ -252,8 +264,14 @@ def _check_int(name, value, minimum, maximum=None):
     checks.integer(name, value, minimum, maximum, error=OptionError)
 
 
-def _check_number(name, value, positive):
-    if positive:
-        checks.number(name, value, above=0, error=OptionError)
-    else:
-        checks.number(name, value, minimum=0, error=OptionError)
+def check_seconds(name, value, minimum=None, alternative="", error=OptionError):
+    """``value`` if it is a number of seconds above 0 (at least ``minimum`` if given) and at
+    most ``MAX_WAIT_SECONDS``; else ``error`` naming ``name`` (``None``: a message starting
+    "must be", for argparse), and ``alternative``, another value that is allowed, as in
+    ``"0 (never) or "``."""
+    if checks.is_number(value) and math.isfinite(value):
+        if value <= MAX_WAIT_SECONDS and (value >= minimum if minimum else value > 0):
+            return value
+    least = f"from {minimum:g}" if minimum else "above 0 and"
+    rule = f"must be {alternative}a number of seconds {least} up to {MAX_WAIT_SECONDS:g}"
+    raise error(f"{name + ' ' if name else ''}{rule}, got {checks.shown(value)}")

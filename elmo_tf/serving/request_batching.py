@@ -25,15 +25,13 @@ Bounded work and fairness:
   not fit *now* fails with RESOURCE_EXHAUSTED ("retry later"), which clears as the queue drains.
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import collections
 import concurrent.futures
 import dataclasses
 import threading
 import time
+
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
 
 import grpc
 import numpy as np

@@ -1,20 +1,33 @@
 """TF Serving's REST API over HTTP, on aiohttp's server: ``elmo_tf.serving.rest_protocol``
 answers, this module carries requests and answers.
 
-aiohttp (a maintained asyncio HTTP server, its parser llhttp) does HTTP/1.1: keep-alive,
-message framing (one ``Content-Length``, or a chunked body; a request whose body's end two
-parsers could read differently is a 400, so no body is ever read as the next request), limits
-on request lines and headers, a lingering close after an answer sent before its body was read,
+aiohttp (a maintained asyncio HTTP server, its parser llhttp) does HTTP/1.1 through its public
+low-level API (``web.Server``, ``web.ServerRunner``, ``web.TCPSite``): keep-alive, message
+framing (one ``Content-Length``, or a chunked body; a request whose body's end two parsers
+could read differently is a 400, so no body is ever read as the next request), limits on
+request lines and headers, a lingering close after an answer sent before its body was read,
 graceful shutdown. It runs its event loop in a thread of its own; the answers are computed on
-a pool of ``WORKERS`` threads (the model's batcher groups concurrent requests).
+a pool of ``WORKERS`` threads (the model's batcher groups concurrent requests). The low-level
+server rather than ``web.AppRunner`` with an ``Application``: the routes are
+``rest_protocol``'s, on the path as it was sent (an application's router matches decoded
+paths), and two guards below need the connection handler, which an application makes itself.
 
-What aiohttp does not do, this module does:
+What aiohttp does not do, this module does, each for a row of docs/robustness.md ("The
+server"):
 
-- a deadline per request: from its first byte, the request line, headers and body must arrive
-  within ``timeout`` seconds (a client sending a byte a second would otherwise hold its
-  connection for ever: slowloris); a connection idle for ``timeout`` seconds is closed;
-- a body over ``max_request_bytes`` is answered 413 before it is read (also one announced
-  with ``Expect: 100-continue``), a chunked one as soon as it passes the limit;
+- requests: HTTP/1.0 and 1.1 only (another version is a 505 on an HTTP/1.1 status line);
+  ``Transfer-Encoding`` ``chunked`` only (501 for another); a body over ``max_request_bytes``
+  is answered 413 before it is read (also one announced with ``Expect: 100-continue``), a
+  chunked or compressed one as soon as it passes the limit; ``Content-Encoding`` gzip or
+  deflate, decoded as it arrives (``content_coding``);
+- memory: a body is held as its bytes arrive, never allocated at the length its headers
+  declare, and the bodies of all connections together take room in ``ReceivedBodies``
+  (``in_flight``), waiting for it within their deadline (then 503); the answers being written
+  take room in ``WrittenAnswers``: one that finds none is a 503, and its connection closes;
+- time: from its first byte a request (line, headers and body) must arrive within
+  ``timeout`` seconds (slowloris), and a connection idle for ``timeout`` is closed
+  (``_Connection``); a client is waited on to read its answer for ``timeout`` seconds in all,
+  then its connection is cut and the answer dropped;
 - an answer of up to ``SMALL_ANSWER_BYTES`` of JSON has a ``Content-Length``; a larger one
   (rows of embeddings) is encoded row by row as it is sent, in chunks, so its memory is the
   output arrays, not its JSON text (~10 times more);
@@ -23,24 +36,31 @@ What aiohttp does not do, this module does:
   asks before each chunk, as for a cancelled gRPC call).
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import asyncio
 import concurrent.futures
+import contextlib
+import json
 import logging
+import socket
+import struct
 import threading
 import time
 
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
+
+import numpy as np
 from aiohttp import web
 
-from elmo_tf import backend
-
-backend.require_tensorflow("serving")  # one line, before TensorFlow
-
 from elmo_tf.serving import rest_protocol
-from elmo_tf.serving.errors import ServingError, clip, invalid_argument, resource_exhausted
+from elmo_tf.serving.content_coding import BodyDecoder
+from elmo_tf.serving.errors import (
+    ServingError,
+    clip,
+    invalid_argument,
+    resource_exhausted,
+    unavailable,
+)
+from elmo_tf.serving.in_flight import ReceivedBodies, WrittenAnswers
 from elmo_tf.serving.tensors import json_pieces
 
 log = logging.getLogger("serving")
@@ -58,6 +78,10 @@ SMALL_ANSWER_BYTES = 1024 * 1024
 ANSWER_CHUNK_BYTES = 256 * 1024
 # The longest request line and header line aiohttp reads.
 MAX_LINE_BYTES = 65536
+# Bytes a connection reads ahead of its handler: what a connection waiting for room in
+# ReceivedBodies holds.
+READ_BUFFER_BYTES = 64 * 1024
+HTTP_VERSIONS = ((1, 0), (1, 1))
 
 
 class RestServer:
@@ -70,13 +94,18 @@ class RestServer:
     Args:
         protocol: the ``rest_protocol.RestProtocol`` answering.
         max_bytes: the largest request body (``max_request_bytes``).
-        timeout: seconds a connection may be idle, or take to send one request.
+        timeout: seconds a connection may be idle, take to send one request, or leave its
+            answer unread.
+        bodies: the ``ReceivedBodies`` all connections' bodies take room in.
+        answers: the ``WrittenAnswers`` all answers take room in.
     """
 
-    def __init__(self, address, protocol, max_bytes, timeout=30.0):
+    def __init__(self, address, protocol, max_bytes, timeout=30.0, bodies=None, answers=None):
         self.protocol = protocol
         self.max_request_bytes = max_bytes
         self.timeout_seconds = timeout
+        self.bodies = bodies or ReceivedBodies()
+        self.answers = answers or WrittenAnswers()
         self.stopping = False
         self._pool = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="rest")
         self._loop = asyncio.new_event_loop()
@@ -92,16 +121,18 @@ class RestServer:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
 
     async def _start(self, host, port):
-        self._server = _Server(
+        self.web_server = _Server(
             self._handle,
             timeout=self.timeout_seconds,
             keepalive_timeout=self.timeout_seconds,
             lingering_time=LINGER_SECONDS,
             max_line_size=MAX_LINE_BYTES,
             max_field_size=MAX_LINE_BYTES,
+            read_bufsize=READ_BUFFER_BYTES,
+            auto_decompress=False,  # content_coding decodes, bounded
             access_log=None,
         )
-        self._runner = web.ServerRunner(self._server)
+        self._runner = web.ServerRunner(self.web_server)
         await self._runner.setup()
         self._site = web.TCPSite(self._runner, host, port, backlog=BACKLOG, reuse_address=True)
         try:
@@ -113,7 +144,7 @@ class RestServer:
 
     def open_connections(self):
         """How many client connections are open now."""
-        return len(self._server.connections)
+        return len(self.web_server.connections)
 
     def stop(self, deadline):
         """Stops accepting; idle connections close now, busy ones by ``deadline``."""
@@ -128,8 +159,8 @@ class RestServer:
 
     async def _stop(self, timeout):
         await self._site.stop()  # no new connections
-        self._server.pre_shutdown()  # each connection closes once its request is answered
-        await self._server.shutdown(timeout)  # then what is still open is closed
+        self.web_server.pre_shutdown()  # each connection closes once its request is answered
+        await self.web_server.shutdown(timeout)  # then what is still open is closed
         await self._runner.cleanup()
 
     def _close_loop(self):
@@ -141,18 +172,30 @@ class RestServer:
 
     async def _handle(self, request):
         connection = request.protocol
+        body, received = b"", None
         try:
-            route = rest_protocol.route(request.method, request.path)
-            body = await self._read_body(request) if route.kind == "predict" else b""
+            if request.version not in HTTP_VERSIONS:
+                return _version_not_supported(request)
+            route = rest_protocol.route(request.method, request.rel_url.raw_path)
+            if route.kind == "predict":
+                received = self.bodies.begin()
+                body = await self._read_body(request, received)
             connection.request_received()
+            transport = request.transport  # read by the workers: closing once the client left
             answer = await self._loop.run_in_executor(
-                self._pool, self.protocol.answer, route, body, connection.client_waits
+                self._pool, self.protocol.answer, route, body, lambda: _open(transport)
             )
-            del body
+            body = None
+            if received is not None:
+                received.release()
             return await self._send(request, 200, answer)
         except ServingError as e:
             connection.request_received()
-            return await self._send(request, e.http_status, {"error": e.message})
+            body = None
+            if received is not None:
+                received.release()
+            close = request.method == "CONNECT"  # what follows it is no HTTP request
+            return await self._send(request, e.http_status, {"error": e.message}, close)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError):
             # The client left, or its body stopped coming (the deadline closed it): no one
             # waits for an answer.
@@ -163,70 +206,152 @@ class RestServer:
             log.exception("internal error")
             return await self._send(request, 500, {"error": "internal error; see the server log"})
         finally:
+            if received is not None:
+                received.release()
             connection.answered()
 
-    async def _read_body(self, request):
-        """A POST's body (a ``bytearray``); 400 without a length or chunks, 413 over
-        ``max_request_bytes`` (not read: aiohttp drains it after the answer)."""
+    async def _read_body(self, request, received):
+        """A POST's body (a ``bytearray`` grown as its bytes arrive, decoded if it was sent
+        compressed); 400 without a length or chunks, 501 for a transfer coding other than
+        chunked, 415 for a content coding other than gzip or deflate, 413 over
+        ``max_request_bytes`` (a declared length is refused unread: aiohttp drains it after
+        the answer), 503 when there was no room for it in ``ReceivedBodies`` in time."""
         limit = self.max_request_bytes
         length = request.content_length
-        chunked = request.headers.get("Transfer-Encoding", "").lower() == "chunked"
-        if length is None and not chunked:
+        transfer = request.headers.get("Transfer-Encoding")
+        if transfer is not None and transfer.strip().lower() != "chunked":
+            raise ServingError(
+                rest_protocol.UNIMPLEMENTED,
+                f"Transfer-Encoding '{clip(transfer)}' is not supported: send the body with a "
+                "Content-Length or as chunks (Transfer-Encoding: chunked), compressed with "
+                "Content-Encoding: gzip if you like",
+            )
+        if length is None and transfer is None:
             raise invalid_argument("a POST needs a Content-Length header")
         if length is not None and length > limit:
             raise resource_exhausted(_too_large(length, limit), http_status=413)
+        decoder = BodyDecoder(request.headers.get("Content-Encoding"))
         if request.headers.get("Expect", "").lower() == "100-continue":
             await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        # Into one buffer, each piece dropped once copied: the body is held once, not twice.
-        body = bytearray(length or 0)
-        size = 0
-        async for piece in request.content.iter_any():
-            if size + len(piece) > (limit if length is None else length):
-                if length is not None:  # the parser stops at the length: not reached
-                    raise invalid_argument("the body is longer than its Content-Length")
+        body, sent = bytearray(), 0
+        async for data in request.content.iter_any():
+            sent += len(data)
+            if length is None and sent > limit:
                 raise resource_exhausted(_too_large(f"more than {limit}", limit), http_status=413)
-            body[size : size + len(piece)] = piece
-            size += len(piece)
-        if length is not None and size < length:
+            for piece in decoder.decode(data):
+                if len(body) + len(piece) > limit:
+                    raise resource_exhausted(
+                        f"request body decodes to more than {limit} bytes, over the limit of "
+                        f"{limit} bytes (max_request_bytes)",
+                        http_status=413,
+                    )
+                try:
+                    await received.take(len(piece), request.protocol.time_left())
+                except asyncio.TimeoutError:
+                    raise unavailable(
+                        "the server is receiving other large request bodies; retry later"
+                    ) from None
+                body += piece
+        if length is not None and sent < length:
             raise asyncio.IncompleteReadError(b"", length)  # the client left mid-body
+        decoder.finish()
+        received.received()
         return body
 
-    async def _send(self, request, status, body):
-        """Answers ``body`` (JSON values and NumPy arrays) as JSON: with a ``Content-Length``
-        up to ``SMALL_ANSWER_BYTES``, else encoded and sent in pieces as it goes."""
-        pieces = (piece.encode("utf-8") for piece in json_pieces(body))
+    async def _send(self, request, status, value, close=False):
+        """Answers ``value`` (JSON values and NumPy arrays) as JSON: with a ``Content-Length``
+        up to ``SMALL_ANSWER_BYTES``, else encoded and sent in pieces as it goes; the client
+        has ``timeout`` seconds in all to read it (``_Writer``)."""
+        pieces = (piece.encode("utf-8") for piece in json_pieces(value))
         head, whole = await self._loop.run_in_executor(
             self._pool, _take, pieces, SMALL_ANSWER_BYTES
         )
-        if whole:
-            response = web.Response(status=status, body=head, content_type="application/json")
-            if self.stopping:
-                response.force_close()
-            return response
+        size = len(head) if whole else len(head) + _array_bytes(value)
+        del value
+        if not self.answers.take(size):
+            return _unwritten(request, self.answers.capacity)
+        writer = _Writer(request, self.timeout_seconds)
+        try:
+            if whole:
+                response = web.Response(status=status, body=head, content_type="application/json")
+                if close or self.stopping:
+                    response.force_close()
+                await writer.wait(response.prepare(request))
+                await writer.wait(response.write_eof())
+                return response
+            return await self._stream(request, status, head, pieces, writer)
+        except asyncio.TimeoutError:
+            log.debug("closed a connection: its client left its answer unread for %s s", writer)
+            writer.cut()
+            return web.Response(status=status)  # nothing more is sent: the connection is cut
+        finally:
+            self.answers.give_back(size)
+
+    async def _stream(self, request, status, head, pieces, writer):
         response = web.StreamResponse(status=status)
         response.content_type = "application/json"
         if request.version >= (1, 1):
             response.enable_chunked_encoding()
         else:  # an HTTP/1.0 client knows no chunks: the answer ends where the connection does
             response.force_close()
-        await response.prepare(request)
-        await response.write(head)
+        await writer.wait(response.prepare(request))
+        await writer.wait(response.write(head))
         try:
             while True:
                 chunk, done = await self._loop.run_in_executor(
                     self._pool, _take, pieces, ANSWER_CHUNK_BYTES
                 )
-                await response.write(chunk)
+                await writer.wait(response.write(chunk))
                 if done:
                     break
-        except ConnectionError:
+        except (ConnectionError, asyncio.TimeoutError):
             raise
         except Exception:  # noqa: BLE001 - a bug: log it, cut the answer short
             log.exception("internal error while encoding an answer")
             response.force_close()
             return response
-        await response.write_eof()
+        await writer.wait(response.write_eof())
         return response
+
+
+class _Writer:
+    """The time a client may leave its answer unread: every write of the answer is awaited
+    within what is left of ``timeout`` seconds, counted over the whole answer (the time the
+    server spends encoding is not counted). Holds the row "a client that reads its answer
+    slowly, or not at all"."""
+
+    def __init__(self, request, timeout):
+        self.transport = request.transport
+        self.left = timeout
+        self.timeout = timeout
+
+    async def wait(self, write):
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            await asyncio.wait_for(write, max(self.left, 0.0))
+        finally:
+            self.left -= loop.time() - started
+
+    def cut(self):
+        """Resets the connection, dropping what waits to be sent: ``close`` would keep it
+        until the client reads it, and a plain socket close would leave it to the kernel to
+        send (a linger of 0 makes the close a reset)."""
+        if self.transport is None:
+            return
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
+
+    def __str__(self):
+        return f"{self.timeout:g}"
+
+
+def _open(transport):
+    """Whether the client of ``transport`` is still there (any thread may ask)."""
+    return transport is not None and not transport.is_closing()
 
 
 def _take(pieces, size):
@@ -240,68 +365,113 @@ def _take(pieces, size):
     return b"".join(taken), True
 
 
+def _array_bytes(value):
+    """The bytes of the NumPy arrays in an answer (what a long answer holds while it is sent)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, dict):
+        return sum(_array_bytes(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(_array_bytes(v) for v in value)
+    return 0
+
+
 def _too_large(length, limit):
     return f"request of {length} bytes is over the limit of {limit} bytes (max_request_bytes)"
 
 
+def _unwritten(request, capacity):
+    """503 for an answer that finds no room in ``WrittenAnswers``; the connection closes."""
+    message = (
+        f"the server holds {capacity:,} bytes of answers that their clients have not read yet; "
+        "retry later"
+    )
+    response = web.json_response({"error": message}, status=503)
+    response.force_close()
+    return response
+
+
+def _version_not_supported(request):
+    """505 on an HTTP/1.1 status line for a request of another HTTP version (0.9, 2.0), then
+    the connection closes: aiohttp would answer it in that version's name."""
+    major, minor = request.version
+    text = json.dumps({"error": f"HTTP/{major}.{minor} is not supported: send HTTP/1.1"})
+    head = (
+        "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(text)}\r\nConnection: close\r\n\r\n"
+    )
+    if request.transport is not None:
+        request.transport.write((head + text).encode("ascii"))
+        request.transport.close()
+    response = web.Response(status=505)
+    response.force_close()
+    return response
+
+
 class _Connection(web.RequestHandler):
-    """aiohttp's connection handler with a deadline per request (``timeout``): idle, a
+    """aiohttp's connection handler with a deadline per request (``timeout``), holding the
+    rows "REST client idle, stalled mid-headers or stalled mid-body" and "REST headers sent a
+    byte at a time (slowloris)" (aiohttp bounds only the idle time between requests): idle, a
     connection may wait ``timeout`` for a request's first byte; from that byte on, the request
-    has ``timeout`` to arrive whole (``request_received``). Its errors are JSON."""
+    has ``timeout`` to arrive whole (``request_received``). And the row "errors the HTTP
+    parser answers itself": they are JSON (``handle_error``)."""
 
     def __init__(self, manager, *, timeout, **kwargs):
         super().__init__(manager, **kwargs)
-        self._timeout = timeout
-        self._timer = None
-        self._receiving = False
-        self._handling = False
-        self._gone = threading.Event()
+        self.request_timeout = timeout
+        self.request_timer = None
+        self.deadline = None
+        self.receiving = False
+        self.handling = False
 
     def connection_made(self, transport):
         super().connection_made(transport)
-        self._arm()  # the first request's first byte
+        self.arm()  # the first request's first byte
 
     def data_received(self, data):
-        if not self._receiving and not self._handling:
-            self._receiving = True
-            self._arm()  # the request, whole, from its first byte
+        if not self.receiving and not self.handling:
+            self.receiving = True
+            self.arm()  # the request, whole, from its first byte
         super().data_received(data)
 
     def request_received(self):
         """The request is whole (headers and body): its deadline is off."""
-        self._receiving, self._handling = False, True
-        self._disarm()
+        self.receiving, self.handling = False, True
+        self.disarm()
 
     def answered(self):
         """The answer is out: the next request may take ``timeout`` to begin."""
-        self._handling = False
-        if not self._receiving:
-            self._arm()
+        self.handling = False
+        if not self.receiving:
+            self.arm()
 
-    def client_waits(self):
-        """Whether the client still waits for the answer (any thread may ask)."""
-        return not self._gone.is_set()
+    def time_left(self):
+        """Seconds until the request's deadline."""
+        if self.deadline is None:
+            return self.request_timeout
+        return max(0.0, self.deadline - asyncio.get_running_loop().time())
 
     def connection_lost(self, exc):
-        self._gone.set()
-        self._disarm()
+        self.disarm()
         super().connection_lost(exc)
 
-    def _arm(self):
-        self._disarm()
-        self._timer = self._loop.call_later(self._timeout, self._too_slow)
+    def arm(self):
+        self.disarm()
+        loop = asyncio.get_running_loop()
+        self.deadline = loop.time() + self.request_timeout
+        self.request_timer = loop.call_at(self.deadline, self.too_slow)
 
-    def _disarm(self):
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+    def disarm(self):
+        if self.request_timer is not None:
+            self.request_timer.cancel()
+            self.request_timer = None
+        self.deadline = None
 
-    def _too_slow(self):
-        self._timer = None
-        log.debug("closed a connection: idle, or its request too slow, for %s s", self._timeout)
+    def too_slow(self):
+        self.request_timer = None
+        timeout = self.request_timeout
+        log.debug("closed a connection: idle, or its request too slow, for %g s", timeout)
         self.force_close()
-        if self.transport is not None:
-            self.transport.close()
 
     def handle_error(self, request, status=500, exc=None, message=None):
         """The errors aiohttp answers itself (a request it cannot parse: a malformed request
@@ -321,11 +491,12 @@ class _Connection(web.RequestHandler):
 
 
 class _Server(web.Server):
-    """aiohttp's low-level server, making ``_Connection``s."""
+    """aiohttp's low-level server (``web.Server``, the protocol factory ``web.TCPSite``
+    listens with), making ``_Connection``s with the keyword arguments it was given."""
 
-    def __init__(self, handler, *, timeout, **kwargs):
-        super().__init__(handler, **kwargs)
-        self._timeout = timeout
+    def __init__(self, handler, **connection_options):
+        super().__init__(handler)
+        self.connection_options = connection_options
 
     def __call__(self):
-        return _Connection(self, loop=self._loop, timeout=self._timeout, **self._kwargs)
+        return _Connection(self, loop=asyncio.get_running_loop(), **self.connection_options)

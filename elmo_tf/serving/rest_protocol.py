@@ -11,6 +11,11 @@ request                                                    answer
                                                            ...}`` (columnar form, ``"inputs"``)
 =========================================================  ====================================
 
+``HEAD`` is answered as ``GET``, without the body. A path is read as it was sent, as TF Serving
+reads it: a percent-encoded ``/`` or ``:`` (``%2F``, ``%3A``) is part of a name, never a
+separator. ``/labels/LABEL`` in place of ``/versions/N`` is answered as gRPC answers a
+``version_label``: this server has none (404).
+
 The body may name ``"signature_name"`` (default ``serving_default``). Strings are JSON strings
 or ``{"b64": "..."}``. In the row form a signature with one input takes the values themselves
 (``{"instances": ["a sentence", ...]}``), one with several takes objects (``{"instances":
@@ -29,21 +34,14 @@ waits its turn, holding its bytes only, until its inputs are read into arrays.
 ``elmo_tf.serving.rest_api`` carries this over HTTP.
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import dataclasses
 import json
 import re
 
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
+
 import grpc
 from google.protobuf import json_format
-
-from elmo_tf import backend
-
-backend.require_tensorflow("serving")  # one line, before TensorFlow
-
 from tensorflow_serving.apis import get_model_metadata_pb2, get_model_status_pb2
 
 from elmo_tf.export.versions import parse_version
@@ -54,11 +52,15 @@ from elmo_tf.serving.errors import (
     not_found,
     resource_exhausted,
     unavailable,
+    version_label_not_found,
 )
 from elmo_tf.serving.request_limits import BodyBudget
 from elmo_tf.serving.tensors import from_json
 
-_MODEL = r"/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>[0-9]+))?"
+_MODEL = (
+    r"/v1/models/(?P<name>[^/:]+)"
+    r"(?:/versions/(?P<version>[0-9]+)|/labels/(?P<label>[^/:]+))?"
+)
 GET_PATH = re.compile(_MODEL + r"(?P<metadata>/metadata)?/?")
 POST_PATH = re.compile(_MODEL + r":(?P<method>[a-z]+)")
 # Bytes of bodies parsed (and read into arrays) at once, across requests. JSON parses into
@@ -78,24 +80,28 @@ class Route:
     kind: str
     name: str
     version: int | None
+    label: str | None = None
 
 
 def route(method, path):
-    """The ``Route`` of ``method`` and ``path`` (without its query); a ``ServingError`` (404,
-    400 or 501) naming what is wrong otherwise."""
-    if method == "GET":
+    """The ``Route`` of ``method`` and ``path`` (as sent: percent-escapes not decoded, without
+    its query); a ``ServingError`` (404, 400 or 501) naming what is wrong otherwise."""
+    if method in ("GET", "HEAD"):
         match = GET_PATH.fullmatch(path)
         if match is None:
             raise not_found(f"Malformed request: {method} {clip(path)}")
-        return Route("metadata" if match["metadata"] else "status", match["name"], _version(match))
+        kind = "metadata" if match["metadata"] else "status"
+        return Route(kind, match["name"], _version(match), match["label"])
     if method == "POST":
         match = POST_PATH.fullmatch(path)
         if match is None:
             raise not_found(f"Malformed request: POST {clip(path)}")
         if match["method"] != "predict":
             raise ServingError(UNIMPLEMENTED, f"method '{clip(match['method'])}' is not served")
-        return Route("predict", match["name"], _version(match))
-    raise ServingError(UNIMPLEMENTED, f"Unsupported method ({clip(method)!r})")
+        return Route("predict", match["name"], _version(match), match["label"])
+    raise ServingError(
+        UNIMPLEMENTED, f"Unsupported method ({clip(method)!r}): the REST API takes GET, HEAD, POST"
+    )
 
 
 def _version(match):
@@ -139,6 +145,8 @@ class RestProtocol:
     def answer(self, route, body=b"", alive=None):
         """The JSON answer (a dict, NumPy arrays in it) to ``route`` with ``body`` (the bytes of
         a POST's body); ``alive()``, if given, says whether the client still waits."""
+        if route.label is not None:
+            raise version_label_not_found(route.name, route.label)
         if route.kind == "status":
             return self.status(route.name, route.version)
         if route.kind == "metadata":

@@ -5,13 +5,11 @@ Both front ends call ``predict``, ``metadata`` and ``status`` here, so they answ
 included) finish, then the model is unloaded.
 """
 
-from elmo_tf import extras
-
-extras.require("serving", __name__)
-
 import concurrent.futures
 import logging
 import time
+
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
 
 import grpc
 

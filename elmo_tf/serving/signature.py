@@ -14,9 +14,7 @@ alone, with INVALID_ARGUMENT and a message naming the input, and never poisons a
 
 import dataclasses
 
-from elmo_tf import backend
-
-backend.require_tensorflow("serving")  # one line, before TensorFlow
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
 
 import grpc
 from tensorflow.core.framework import types_pb2

@@ -12,12 +12,9 @@ import binascii
 import json
 import math
 
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
+
 import numpy as np
-
-from elmo_tf import backend
-
-backend.require_tensorflow("serving")  # one line, before TensorFlow
-
 import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 
@@ -127,6 +124,12 @@ def from_json(value, alias, dtype_enum, check_shape=None):
             except _InvalidBase64 as e:
                 raise invalid_argument(
                     f"input '{alias}' holds {v!r:.40}, whose \"b64\" is not base64 ({e})"
+                ) from None
+            except UnicodeEncodeError as e:  # a lone surrogate (JSON's "\ud800")
+                raise invalid_argument(
+                    f"input '{alias}' holds a string that is not Unicode text: a lone surrogate "
+                    f"{e.object[e.start : e.end]!r} at character {e.start}; send text, or bytes as "
+                    '{"b64": ...}'
                 ) from None
             except (TypeError, ValueError):
                 raise invalid_argument(
