@@ -6,8 +6,8 @@ whichever ``KERAS_BACKEND`` names. Two parts differ by backend, and ``bilstm_pat
 - ``"packed"`` (TensorFlow): rows sorted by length, each step's matmuls on the rows still
   running, the input half computed on the real positions only (``layers.packed_lstm``); the
   token CNN once per distinct token of a call.
-- ``"eager_packed"`` (PyTorch): the same in eager PyTorch, both directions in one batched
-  matmul per step (``layers.eager_packed_lstm``); the token CNN once per distinct token.
+- ``"eager_packed"`` (PyTorch): the same in eager PyTorch (``layers.eager_packed_lstm``); the
+  token CNN once per distinct token.
 - ``"masked"`` (JAX): one fixed-shape loop over every position, a mask keeping each row's
   state after its last token (``layers.masked_lstm``; ``keras.ops.scan``, which JAX compiles
   into one ``lax.scan``); the token CNN on every position.

@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 from conftest import BILM, FIXTURES, TINY
-from numerics import REFERENCE_ATOL_ALLENNLP
+from numerics import REFERENCE_ATOL_ALLENNLP, REFERENCE_ATOL_BILM_TF
 
 pytestmark = pytest.mark.skipif(
     keras.config.backend() != "torch", reason="PyTorch code (CI runs it with KERAS_BACKEND=torch)"
@@ -26,8 +26,10 @@ if keras.config.backend() == "torch":
 ALLENNLP = FIXTURES / "allennlp"
 OPTIONS, WEIGHTS = str(TINY / "options.json"), str(TINY / "weights.hdf5")
 ATOL = REFERENCE_ATOL_ALLENNLP
-# AllenNLP's own tests hold its Elmo to bilm-tf's stored outputs within 1e-6.
-ALLENNLP_TEST_ATOL = 1e-6
+# AllenNLP's own tests hold its Elmo to bilm-tf's stored outputs within 1e-6, which its own
+# code meets on some CPUs only (it differs from them by up to 1.2e-6; ours by 1.1e-6 on an AMD
+# EPYC Zen 3): the suite's bound for bilm-tf's outputs holds across CPUs (tests/numerics.py).
+ALLENNLP_TEST_ATOL = REFERENCE_ATOL_BILM_TF
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,10 @@ path of TensorFlow (``packed_lstm``) in eager PyTorch, whose shapes may change a
 
 Rows are put in order of decreasing length, so at step ``t`` the rows still running are a
 prefix of the batch and the step's matmuls run on that prefix alone; the input half of the
-gates is computed outside the loop on the real positions alone; the directions run side by
-side, each step one batched matmul over both. A batch's work is then proportional to its real
-positions, not to ``batch x longest``. The maths of a step is the cell's own
+gates is computed outside the loop, on the real positions alone, one matmul per direction. A
+batch's work is then proportional to its real positions, not to ``batch x longest``. The
+kernels are used as they come (transposed views included: the matmuls read them in place, and
+a copy would cost a pass over every weight per call). The maths of a step is the cell's own
 (``LSTMCellWithProjection.step``).
 """
 
@@ -20,7 +21,7 @@ def run_directions(cells, inputs, mask, states, resets=None):
     interface of ``masked_lstm.run_directions``.
 
     Args:
-        cells: ``LSTMCellWithProjection``s of one configuration, one per input.
+        cells: ``LSTMCellWithProjection``s, one per input.
         inputs: float tensors ``(B, T, input_dim)``, each in its cell's reading order.
         mask: bool ``(B, T)``, a prefix of each row, shared by the inputs.
         states: ``(c, h)`` per cell, ``(B, D)`` and ``(B, P)``.
@@ -33,49 +34,38 @@ def run_directions(cells, inputs, mask, states, resets=None):
     if resets is not None:
         return masked_lstm.run_directions(cells, inputs, mask, states, resets)
     mask = torch.as_tensor(mask, dtype=torch.bool)
-    lengths = mask.sum(dim=1)
-    order = torch.argsort(lengths, descending=True, stable=True)
+    order = torch.argsort(mask.sum(dim=1), descending=True, stable=True)
     restore = torch.argsort(order)
     sorted_mask = mask[order]
     # steps[t]: rows with a real position t, a prefix of the sorted batch.
     steps = sorted_mask.sum(dim=0).tolist()
     num_steps = next((t for t, n in enumerate(steps) if n == 0), len(steps))
     time_major = sorted_mask[:, :num_steps].T  # (T', B): the real positions, step by step
+    starts = [0]
+    for running in steps[:num_steps]:
+        starts.append(starts[-1] + running)
 
-    # The input half of every gate, x W_x + b, on the real positions in time-major order:
-    # (cells, N, 4D), one batched matmul.
-    real = torch.stack([x[order][:, :num_steps].transpose(0, 1)[time_major] for x in inputs])
-    bias = torch.stack([cell.bias.value for cell in cells])[:, None, :]
-    input_kernel = torch.stack([cell.input_kernel for cell in cells])  # (cells, in, 4D)
-    projected = torch.baddbmm(bias, real.to(bias.dtype), input_kernel)
-    recurrent = torch.stack([cell.recurrent_kernel for cell in cells])  # (cells, P, 4D)
-    projection = torch.stack([cell.projection_kernel.value for cell in cells])  # (cells, D, P)
-    cell_state = torch.stack([c for c, _ in states])[:, order]  # (cells, B, D)
-    hidden = torch.stack([h for _, h in states])[:, order]  # (cells, B, P)
-    dtype = projected.dtype
-    cell_state, hidden = cell_state.to(dtype), hidden.to(dtype)
-
-    outputs, finished, start = [], [], 0
-    for t in range(num_steps):
-        running = steps[t]
-        if running < hidden.shape[1]:  # rows past their last position: their final state
-            finished.append((cell_state[:, running:], hidden[:, running:]))
-            cell_state, hidden = cell_state[:, :running], hidden[:, :running]
-        projected_t = projected[:, start : start + running]
-        start += running
-        hidden, (cell_state, hidden) = cells[0].step(
-            projected_t, (cell_state, hidden), recurrent, projection
-        )
-        outputs.append(hidden)
-    finished.append((cell_state, hidden))
-    finished.reverse()  # the longest rows first: the sorted order
-    final_c = torch.cat([c for c, _ in finished], dim=1)[:, restore]
-    final_h = torch.cat([h for _, h in finished], dim=1)[:, restore]
-
-    batch, max_len = mask.shape
-    size = projection.shape[-1]
-    packed = torch.cat(outputs, dim=1) if outputs else projected.new_zeros(len(cells), 0, size)
-    unpacked = packed.new_zeros(len(cells), max_len, batch, size)
-    unpacked[:, :num_steps][:, time_major] = packed
-    unpacked = unpacked.transpose(1, 2)[:, restore]  # (cells, B, T, P)
-    return list(unpacked.unbind(0)), list(zip(final_c.unbind(0), final_h.unbind(0)))
+    results = []
+    for cell, x, (c, h) in zip(cells, inputs, states):
+        # x W_x + b on the real positions, in time-major order: (N, 4D), one matmul.
+        real = x[order][:, :num_steps].transpose(0, 1)[time_major]
+        bias = cell.bias.value
+        projected = torch.addmm(bias, real.to(bias.dtype), cell.input_kernel)
+        recurrent = cell.recurrent_kernel
+        c, h = c[order].to(bias.dtype), h[order].to(bias.dtype)
+        outputs, finished = [], []
+        for t in range(num_steps):
+            running = steps[t]
+            if running < h.shape[0]:  # rows past their last position: their final state
+                finished.append((c[running:], h[running:]))
+                c, h = c[:running], h[:running]
+            h, (c, h) = cell.step(projected[starts[t] : starts[t + 1]], (c, h), recurrent)
+            outputs.append(h)
+        finished.append((c, h))
+        finished.reverse()  # the longest rows first: the sorted order
+        final = tuple(torch.cat(part)[restore] for part in zip(*finished))
+        unpacked = h.new_zeros(mask.shape[1], mask.shape[0], cell.projection_units)
+        if outputs:
+            unpacked[:num_steps][time_major] = torch.cat(outputs)
+        results.append((unpacked.transpose(0, 1)[restore], final))
+    return [y for y, _ in results], [state for _, state in results]

@@ -110,7 +110,7 @@ class LSTMCellWithProjection(keras.layers.Layer):
         d = self.units
         return [self.bias[g * d : (g + 1) * d] for g in range(4)]
 
-    def step(self, projected_inputs, states, recurrent_kernel=None, projection_kernel=None):
+    def step(self, projected_inputs, states, recurrent_kernel=None):
         """One time step from already projected inputs.
 
         ``projected_inputs`` is ``(B, 4D)`` with ``recurrent_kernel`` ``(P, 4D)`` (the fused
@@ -119,10 +119,6 @@ class LSTMCellWithProjection(keras.layers.Layer):
         slice the kernel once instead of once per step. Both compute every gate's
         ``x W_x + b + h W_h`` with the same additions in the same order; they differ only in
         how the matmul's columns are blocked, so in float32 round-off.
-
-        With ``recurrent_kernel`` and ``projection_kernel`` stacked ``(cells, P, 4D)`` and
-        ``(cells, D, P)``, the fused layout steps several cells of this configuration at once
-        (inputs and states ``(cells, B, ...)``: batched matmuls, ``eager_packed_lstm``).
         """
         c_prev, h_prev = states
         if isinstance(projected_inputs, list | tuple):
@@ -140,9 +136,7 @@ class LSTMCellWithProjection(keras.layers.Layer):
         ) * keras.ops.tanh(j)
         if self.cell_clip is not None:
             c = keras.ops.clip(c, -self.cell_clip, self.cell_clip)
-        if projection_kernel is None:
-            projection_kernel = self.projection_kernel
-        h = keras.ops.matmul(keras.ops.sigmoid(o) * keras.ops.tanh(c), projection_kernel)
+        h = keras.ops.matmul(keras.ops.sigmoid(o) * keras.ops.tanh(c), self.projection_kernel)
         if self.proj_clip is not None:
             h = keras.ops.clip(h, -self.proj_clip, self.proj_clip)
         return h, [c, h]
