@@ -162,11 +162,24 @@ def test_ragged_batches_of_every_shape_in_one_session_equal_embed(tiny_session, 
     }
 
 
+def _weight_only_nodes(graph):
+    """The op types of the nodes of ``graph`` (not its subgraphs) that read only initializers,
+    directly or through other such nodes."""
+    constant = {i.name for i in graph.initializer}
+    found = []
+    for node in graph.node:  # in topological order
+        if node.op_type != "Loop" and all(name in constant for name in node.input if name):
+            constant.update(node.output)
+            found.append(node.op_type)
+    return found
+
+
 @pytest.mark.slow
-def test_weights_are_the_models_variables_stored_once(tiny_export, tiny_model):
+def test_weights_are_the_models_variables_stored_once(tiny_export, tiny_model, tmp_path):
     """Each weight is one initializer named by its variable's path, holding its value; the
     rest of the file's constants are a few shapes and axes: no converted copy of a weight
-    (sliced, transposed), as tf2onnx writes when the weights are frozen into its graph."""
+    (sliced, transposed), as tf2onnx writes when the weights are frozen into its graph. ONNX
+    Runtime folds the nodes that read only weights when it loads the file (basic level)."""
     proto = onnx.load(str(tiny_export[0]))
     stored = {i.name: onnx.numpy_helper.to_array(i) for i in proto.graph.initializer}
     for variable in tiny_model.variables:
@@ -175,6 +188,15 @@ def test_weights_are_the_models_variables_stored_once(tiny_export, tiny_model):
     # The other constants: 980 bytes in the small and full shapes; a copy of the smallest LSTM
     # weight matrix (the projection, 32 x 16 float32) alone would be 2048.
     assert sum(value.nbytes for value in stored.values()) < 2048
+
+    # The file holds such nodes (the control of the check below), ONNX Runtime's graph none.
+    assert {"Slice", "Transpose"} <= set(_weight_only_nodes(proto.graph))
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(tmp_path / "optimised.onnx")
+    onnxruntime.InferenceSession(str(tiny_export[0]), options)
+    optimised = onnx.load(options.optimized_model_filepath)
+    assert _weight_only_nodes(optimised.graph) == []
 
 
 @pytest.mark.slow
