@@ -14,7 +14,11 @@ Contract of the file (opset ``OPSET``, built-in ONNX operators only, of the defa
   ``elmo_tf.version``.
 
 How it is made (export/README.md says why this route): the model's own TensorFlow graph,
-traced with ``ELMo.call`` and converted by tf2onnx. Two parts of the TensorFlow path need
+traced with ``ELMo.call`` and converted by tf2onnx. The weights go in as arguments of the
+traced function (``keras.StatelessScope``), not as captured variables, so the graph tf2onnx
+freezes and rewrites holds no weight; each of those inputs then becomes an ONNX initializer
+named by its variable's path (``_weights_as_initializers``), and ONNX Runtime folds the weight-only
+nodes (slices, transposes) when it loads the file. Two parts of the TensorFlow path need
 help: the biLSTM's packed loop, which tf2onnx cannot convert, is traced with
 ``elmo_tf.export.onnx_lstm`` (the same steps in a loop it converts into ONNX ``Loop``), and
 ``UniqueV2`` (the token CNN once per distinct token), which tf2onnx has no rule for, becomes
@@ -57,6 +61,7 @@ def onnx_model(model):
 
     backend.require_tensorflow("ONNX export")
     extras.require("onnx", "elmo_tf.export.onnx_export")
+    import keras  # lazy: the command line reads OPSET before Keras starts
     import onnx  # lazy: the [onnx] extra
     import tensorflow as tf  # lazy: the export runs on TensorFlow; the runner does not
     import tf2onnx  # lazy: the [onnx] extra
@@ -65,10 +70,21 @@ def onnx_model(model):
 
     keys = output_keys(model.config.n_lstm_layers)
     spec = tf.TensorSpec([None, None, characters.MAX_CHARS_PER_TOKEN], tf.int32, name=INPUT_NAME)
+    variables = list(model.variables)
+    paths = [v.path for v in variables]
+    if len(set(paths)) != len(paths) or INPUT_NAME in paths:
+        raise RuntimeError(f"the model's variables need distinct paths, got {sorted(paths)}")
+    # Each weight is an argument named by its variable's path: the input, then the
+    # initializer, of that name in the ONNX graph.
+    signature = [spec, *(tf.TensorSpec(v.shape, v.dtype, name=v.path) for v in variables)]
 
-    @tf.function(input_signature=[spec])
-    def serve(char_ids):
-        outputs = model(char_ids)
+    @tf.function(input_signature=signature)
+    def serve(char_ids, *weights):
+        # Every read of a variable in the call reads its argument instead: the traced graph
+        # holds placeholders, not the weights, so that tf2onnx's freezing and passes (which
+        # copy every constant, several times) stay small whatever the model's size.
+        with keras.StatelessScope(state_mapping=list(zip(variables, weights))):
+            outputs = model(char_ids)
         return {key: outputs[key] for key in keys}
 
     converter_log = logging.getLogger("tf2onnx")
@@ -80,13 +96,14 @@ def onnx_model(model):
             with native_logs.quiet():
                 model_proto, _ = tf2onnx.convert.from_function(
                     serve,
-                    input_signature=[spec],
+                    input_signature=signature,
                     opset=OPSET,
                     custom_op_handlers={"UniqueV2": (_unique_rows, [])},
                 )
     finally:
         converter_log.setLevel(level)
 
+    _weights_as_initializers(model_proto, variables)
     _name_axes(model_proto, model, keys)
     # tf2onnx imports ai.onnx.ml whether a node uses it or not: a runtime without it would
     # refuse the file for nothing.
@@ -105,6 +122,30 @@ def onnx_model(model):
         raise RuntimeError(f"the converted model needs operators outside ONNX {unknown}")
     onnx.checker.check_model(model_proto, full_check=True)
     return model_proto
+
+
+def _weights_as_initializers(model_proto, variables):
+    """Turns the graph's inputs named by the paths of ``variables`` (``keras.Variable``s,
+    ``elmo/bilstm/forward_0/kernel``) into initializers holding their values, and removes them
+    from the inputs."""
+    import keras  # lazy: the command line reads OPSET before Keras starts
+    from onnx import numpy_helper  # lazy: the [onnx] extra
+
+    graph = model_proto.graph
+    by_path = {variable.path: variable for variable in variables}
+    inputs = [i.name for i in graph.input]
+    if sorted(inputs) != sorted([INPUT_NAME, *by_path]):
+        raise RuntimeError(
+            f"the converted model has inputs {inputs}, expected {INPUT_NAME!r} and the "
+            f"{len(by_path)} weights"
+        )
+    kept = [i for i in graph.input if i.name not in by_path]
+    del graph.input[:]
+    graph.input.extend(kept)
+    # One variable at a time: each weight is copied once more, into the file's message.
+    for path, variable in by_path.items():
+        value = keras.ops.convert_to_numpy(variable.value)
+        graph.initializer.append(numpy_helper.from_array(value, path))
 
 
 def _name_axes(model_proto, model, keys):
