@@ -21,7 +21,6 @@ environment.
 import dataclasses
 import json
 import math
-import reprlib
 
 from elmo_tf import characters, checks, environment, files, options_file
 from elmo_tf.errors import OptionsError
@@ -34,20 +33,6 @@ SIZE_LIMIT_ENV = {
     "dimension": "ELMO_TF_MAX_DIMENSION",
     "layers": "ELMO_TF_MAX_LAYERS",
 }
-
-_short = reprlib.Repr()
-_short.maxstring = _short.maxother = 40
-_short.maxlist = _short.maxdict = 8
-_short.maxlevel = 3
-
-
-def show(value, limit=120):
-    """``repr(value)`` cut short: a crafted file must not make an error message huge."""
-    try:
-        text = _short.repr(value)
-    except ValueError:  # an int too long for str() (sys.get_int_max_str_digits)
-        return "<a very large integer>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def current_size_limits(overrides=None):
@@ -116,7 +101,8 @@ class ElmoConfig:
         except (TypeError, ValueError):
             raise InvalidValue(
                 "char_cnn.filters",
-                f"must be a list of [width, num_filters] integer pairs, got {show(self.filters)}",
+                "must be a list of [width, num_filters] integer pairs, got "
+                f"{checks.shown(self.filters)}",
             ) from None
         object.__setattr__(self, "filters", filters)
         self.validate()
@@ -171,13 +157,16 @@ class ElmoConfig:
             fail(
                 "char_cnn.max_characters_per_token",
                 f"must be {characters.MAX_CHARS_PER_TOKEN} (the character mapping is fixed), "
-                f"got {show(self.max_characters_per_token)}",
+                f"got {checks.shown(self.max_characters_per_token)}",
             )
         if not self.filters:
             fail("char_cnn.filters", "must list at least one [width, num_filters] pair")
         for entry in self.filters:
             if len(entry) != 2:
-                fail("char_cnn.filters", f"has an entry {show(list(entry))}, not [width, num]")
+                fail(
+                    "char_cnn.filters",
+                    f"has an entry {checks.shown(list(entry))}, not [width, num]",
+                )
             width, num = entry
             if not 1 <= width <= self.max_characters_per_token or num < 1:
                 fail("char_cnn.filters", f"has an invalid entry [{width}, {num}]")
@@ -190,7 +179,7 @@ class ElmoConfig:
             ("char_cnn.n_characters", self.n_characters),
         ]:
             if not checks.is_integer(value):
-                fail(key, f"must be an integer, got {show(value)}")
+                fail(key, f"must be an integer, got {checks.shown(value)}")
         for key, value in [
             ("char_cnn.embedding.dim", self.char_embedding_dim),
             ("lstm.projection_dim", self.projection_dim),
@@ -198,35 +187,40 @@ class ElmoConfig:
             ("lstm.n_layers", self.n_lstm_layers),
         ]:
             if value < 1:
-                fail(key, f"must be a positive integer, got {show(value)}")
+                fail(key, f"must be a positive integer, got {checks.shown(value)}")
         if self.n_highway < 0:
             fail(
-                "char_cnn.n_highway", f"must be a non-negative integer, got {show(self.n_highway)}"
+                "char_cnn.n_highway",
+                f"must be a non-negative integer, got {checks.shown(self.n_highway)}",
             )
         if not isinstance(self.activation, str) or self.activation not in ACTIVATIONS:
             fail(
-                "char_cnn.activation", f"must be one of {ACTIVATIONS}, got {show(self.activation)}"
+                "char_cnn.activation",
+                f"must be one of {ACTIVATIONS}, got {checks.shown(self.activation)}",
             )
         if not isinstance(self.use_skip_connections, bool):
             fail(
                 "lstm.use_skip_connections",
-                f"must be true or false, got {show(self.use_skip_connections)}",
+                f"must be true or false, got {checks.shown(self.use_skip_connections)}",
             )
         if not checks.is_integer(self.n_characters) or self.n_characters not in (261, 262):
-            fail("char_cnn.n_characters", f"must be 261 or 262, got {show(self.n_characters)}")
+            fail(
+                "char_cnn.n_characters",
+                f"must be 261 or 262, got {checks.shown(self.n_characters)}",
+            )
         for key, value in [("lstm.cell_clip", self.cell_clip), ("lstm.proj_clip", self.proj_clip)]:
             if value is None:
                 continue
             if not checks.is_number(value):
-                fail(key, f"must be a number, got {show(value)}")
+                fail(key, f"must be a number, got {checks.shown(value)}")
             try:
                 finite = math.isfinite(value)
             except OverflowError:  # an integer beyond float range: JSON allows any length
-                fail(key, f"must be a finite positive number, got {show(value)}")
+                fail(key, f"must be a finite positive number, got {checks.shown(value)}")
             # NaN passes every comparison and inf (also what JSON's 1e400 parses to) clips
             # nothing: both would hide a broken file, so only finite positive numbers pass.
             if not finite or value <= 0:
-                fail(key, f"must be a finite positive number or absent, got {show(value)}")
+                fail(key, f"must be a finite positive number or absent, got {checks.shown(value)}")
 
     def check_size(self, size_limits=None):
         """Refuses a config larger than the limits (see the module docstring).

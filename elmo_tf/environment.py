@@ -39,7 +39,7 @@ def _text(name, text):
 
 
 def _url(name, text):
-    shown = repr(urls.public_url(text)[:80])
+    shown = checks.shown(urls.public_url(text))
     if text and not urls.is_url(text):
         raise EnvironmentVariableError(f"{name} must be an http:// or https:// URL, got {shown}")
     if text and (problem := urls.problem(text)):
@@ -53,8 +53,9 @@ def _switch(name, text):
         return True
     if word in _FALSE:
         return False
+    allowed = ", ".join(_TRUE + _FALSE[1:])
     raise EnvironmentVariableError(
-        f"{name} must be one of {', '.join(_TRUE + _FALSE[1:])} (or empty), got {text[:80]!r}"
+        f"{name} must be one of {allowed} (or empty), got {checks.shown(text)}"
     )
 
 
