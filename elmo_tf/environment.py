@@ -7,7 +7,7 @@ variable                       values
 ``ELMO_TF_MODEL_BASE_URL``     an ``http://`` or ``https://`` mirror of the published models
 ``ELMO_TF_OFFLINE``            ``1``, ``true``, ``yes`` (never touch the network) or ``0``,
                                ``false``, ``no``, empty
-``ELMO_TF_LSTM_LAYOUT``        ``per_gate``, ``fused`` or ``auto`` (``layers.lstm_layout``)
+``ELMO_TF_LSTM_LAYOUT``        ``per_gate`` or ``fused`` (``layers.lstm_layout``)
 ``ELMO_TF_MAX_PARAMETERS``,    positive integers raising the bounds on a model's size
 ``ELMO_TF_MAX_DIMENSION``,     (``elmo_tf.config``)
 ``ELMO_TF_MAX_LAYERS``
@@ -27,7 +27,7 @@ from elmo_tf.errors import ElmoError
 PREFIX = "ELMO_TF_"
 _TRUE = ("1", "true", "yes")
 _FALSE = ("", "0", "false", "no")
-LAYOUTS = ("per_gate", "fused", "auto")
+LAYOUTS = ("per_gate", "fused")
 
 
 class EnvironmentVariableError(ElmoError, ValueError):
@@ -60,8 +60,8 @@ def _switch(name, text):
 
 
 def _layout(name, text):
-    word = text.strip().lower() or "auto"
-    return checks.one_of(name, word, LAYOUTS, error=EnvironmentVariableError)
+    word = text.strip().lower()
+    return checks.one_of(name, word, LAYOUTS, error=EnvironmentVariableError) if word else None
 
 
 def _limit(name, text):
@@ -77,7 +77,7 @@ VARIABLES = {
     "ELMO_TF_CACHE_DIR": (_text, None),
     "ELMO_TF_MODEL_BASE_URL": (_url, None),
     "ELMO_TF_OFFLINE": (_switch, False),
-    "ELMO_TF_LSTM_LAYOUT": (_layout, "auto"),
+    "ELMO_TF_LSTM_LAYOUT": (_layout, None),
     "ELMO_TF_MAX_PARAMETERS": (_limit, None),
     "ELMO_TF_MAX_DIMENSION": (_limit, None),
     "ELMO_TF_MAX_LAYERS": (_limit, None),
