@@ -27,6 +27,8 @@ from elmo_tf.errors import ElmoError
 PREFIX = "ELMO_TF_"
 _TRUE = ("1", "true", "yes")
 _FALSE = ("", "0", "false", "no")
+# The LSTM step's layouts (elmo_tf.layers.lstm_layout imports them): declared with the
+# variable that names one, which is checked before TensorFlow (or Keras) is imported.
 LAYOUTS = ("per_gate", "fused")
 
 

@@ -24,8 +24,8 @@ import contextlib
 import threading
 
 from elmo_tf import environment
+from elmo_tf.environment import LAYOUTS
 
-LAYOUTS = ("per_gate", "fused")
 LAYOUT_VARIABLE = "ELMO_TF_LSTM_LAYOUT"
 DEFAULT_LAYOUT = "per_gate"
 EXPORT_LAYOUT = "fused"
