@@ -3,8 +3,8 @@
 Each path a user can get is checked: on TensorFlow, a call runs the per-gate LSTM layout (the
 default), or the fused one where ``ELMO_TF_LSTM_LAYOUT=fused`` pins it, and ``embed`` runs
 calls of fewer than 32 rows (every golden batch) in the small-call graph, traced fused
-(``elmo_tf.layers.lstm_layout``); on JAX and PyTorch (CI reruns this file there) every path is
-the masked scan.
+(``elmo_tf.layers.lstm_layout``). CI reruns this file on the other backends' loops
+(``elmo_tf.backend.bilstm_path``): JAX's masked scan, PyTorch's eager packed loop.
 """
 
 import numpy as np
@@ -29,7 +29,7 @@ def runs(request, tiny_model, golden):
     """Each golden batch through ``bilm`` and the model's call, with the default LSTM layout
     and with ``fused`` pinned (a layout of TensorFlow's path only)."""
     if request.param == "fused" and not backend.is_tensorflow():
-        pytest.skip("the LSTM layouts are TensorFlow's; this backend runs the masked scan")
+        pytest.skip("the LSTM layouts are TensorFlow's; this backend runs a loop of its own")
     meta, _ = golden
     results = {}
     with pytest.MonkeyPatch.context() as mp:
