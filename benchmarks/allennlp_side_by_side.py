@@ -17,11 +17,11 @@ without installing AllenNLP); they are only run here, never imported by elmo_tf.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from timing import Timing, seconds, timed
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
 
@@ -108,13 +108,11 @@ def _torch_rates(args, sentences, files, tokens):
         runs["compiled"] = lambda b: compiled(batch_to_ids(b).to(device))
 
     def one_pass(run):
-        start = time.perf_counter()
         with torch.no_grad():
             for batch in batches:
                 run(batch)
         if device.type == "cuda":
             torch.cuda.synchronize()
-        return time.perf_counter() - start
 
     # The warm-up pass (and torch.compile's compilation) also compares the numbers: both
     # stateful, fresh, over the same calls in order.
@@ -128,10 +126,10 @@ def _torch_rates(args, sentences, files, tokens):
         if name not in ("allennlp", "drop-in"):
             one_pass(run)
     times = {name: [] for name in runs}
-    for _ in range(args.repeats):
+    for _ in range(args.repeats):  # the implementations take turns
         for name, run in runs.items():
-            times[name].append(one_pass(run))
-    rates = {name: tokens / statistics.median(t) for name, t in times.items()}
+            times[name].append(seconds(lambda run=run: one_pass(run)))
+    rates = {name: tokens / Timing(t).median for name, t in times.items()}
     return {**rates, "max_diff": worst}
 
 
@@ -153,13 +151,10 @@ def _tensorflow_rate(args, sentences, files):
     tokens = sum(len(s) for s in sentences)
 
     def one_pass():
-        start = time.perf_counter()
         for i in range(0, len(sentences), args.batch):
             model.embed(sentences[i : i + args.batch], token_cache_size=0)
-        return time.perf_counter() - start
 
-    one_pass()
-    return tokens / statistics.median(one_pass() for _ in range(args.repeats))
+    return tokens / timed(one_pass, args.repeats).median
 
 
 if __name__ == "__main__":

@@ -20,21 +20,18 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+
+from timing import run_seconds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def timed(argv, extra_env=None):
+def checkout_seconds(argv, extra_env=None):
+    """The seconds of ``argv`` run with this checkout's ``elmo_tf``."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **(extra_env or {}))
     env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
-    start = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"failed: {' '.join(argv)}\n{done.stderr[-3000:]}")
-    return elapsed
+    return run_seconds(argv, env)
 
 
 def embed_command(path, out, args):
@@ -84,9 +81,11 @@ def main():
             ("elmo_tf.beam", beam_command, threads),
         ):
             print(f"{name}: start-up ...", file=sys.stderr, flush=True)
-            startup = timed(command(one_line, os.path.join(tmp, f"s{len(rows)}.out"), args), env)
+            out = os.path.join(tmp, f"s{len(rows)}.out")
+            startup = checkout_seconds(command(one_line, out, args), env)
             print(f"{name}: {n:,} sentences ...", file=sys.stderr, flush=True)
-            wall = timed(command(corpus, os.path.join(tmp, f"r{len(rows)}.out"), args), env)
+            out = os.path.join(tmp, f"r{len(rows)}.out")
+            wall = checkout_seconds(command(corpus, out, args), env)
             steady = (n - 1) / max(wall - startup, 1e-9)
             rows.append((name, wall, startup, n / wall, steady))
 

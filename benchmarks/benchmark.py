@@ -6,6 +6,7 @@ Run with the main environment's python; the peer runs in its own virtualenv
 
   python benchmarks/benchmark.py                      # small + full, B = 64, 128, 3 repeats
   python benchmarks/benchmark.py --quick              # smoke test: small, 200 sentences, 1 repeat
+  python benchmarks/benchmark.py --quick --no-peer    # elmo-tf alone, no peer virtualenv
   python benchmarks/benchmark.py --shapes full --batch-sizes 64 --peer-sorted
   python benchmarks/benchmark.py --onnx --no-peer --batch-sizes 1,64 --n 300 --chunk 0
 
@@ -61,19 +62,27 @@ import importlib.util
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from timing import (
+    MATMUL_N,
+    matmul_gflops,
+    peak_rss_mib,
+    random_weights,
+    read_sentences,
+    rss_now_mib,
+    seconds,
+    timed,
+)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-MAKE_WEIGHTS = os.path.join(ROOT, "tests", "fixtures", "make_weights.py")
 MAKE_CORPUS = os.path.join(HERE, "make_corpus.py")
 PEER_SCRIPT = os.path.join(HERE, "peer_simple_elmo.py")
-MATMUL_N = 2048
 MATMUL_REPEATS = 7
 
 FLOPS_NOTE = (
@@ -92,34 +101,8 @@ def log(msg):
     print(f"[benchmark {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def peak_rss_mib():
-    # ru_maxrss is KiB on Linux, bytes on macOS.
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / 2**20 if sys.platform == "darwin" else rss / 2**10
-
-
-def rss_now_mib():
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
 def loadavg():
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
-
-
-def read_sentences(path):
-    with open(path, encoding="utf-8") as fh:
-        sentences = [line.split() for line in fh]
-    sentences = [s for s in sentences if s]
-    if not sentences:
-        sys.exit(f"benchmark.py: no sentences in {path}")
-    return sentences
 
 
 def rate_summary(n_tokens, n_sentences, times):
@@ -164,40 +147,15 @@ def child_matmul(spec):
     import tensorflow as tf
 
     n, repeats = spec["n"], spec["repeats"]
-    flops = 2 * n**3
-
-    def rates(fn):
-        # The first rounds in a fresh process read low (pools and pages warming up, up to 20%
-        # below later rounds here): the ceiling is the best of three rounds' medians.
-        for _ in range(2):
-            fn()
-        rounds = []
-        for _ in range(3):
-            times = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - t0)
-            rounds.append([flops / t / 1e9 for t in times])
-        gflops = max(rounds, key=statistics.median)
-        return {
-            "gflops_median": round(statistics.median(gflops), 2),
-            "gflops_max": round(max(gflops), 2),
-            "gflops_all": [round(g, 2) for g in gflops],
-        }
-
-    a = tf.random.normal([n, n], seed=1)
-    b = tf.random.normal([n, n], seed=2)
-    # Reduce inside the graph so only a scalar leaves it.
-    product = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)))
-    rng = np.random.default_rng(0)
-    a_np = rng.standard_normal((n, n), dtype=np.float32)
-    b_np = rng.standard_normal((n, n), dtype=np.float32)
+    rates = {
+        library: round(matmul_gflops(n, repeats, library=library), 2)
+        for library in ("tensorflow", "numpy")
+    }
     return {
         "n": n,
         "repeats": repeats,
-        "tensorflow": rates(lambda: product(a, b).numpy()),
-        "numpy": rates(lambda: a_np @ b_np),
+        "tensorflow": {"gflops_median": rates["tensorflow"]},
+        "numpy": {"gflops_median": rates["numpy"]},
         "versions": {"tensorflow": tf.__version__, "numpy": np.__version__},
         "loadavg": loadavg(),
     }
@@ -260,19 +218,16 @@ def child_ours(spec):
             )
         return checksum
 
+    checksums = []
     log(f"{tag}: warm-up pass over {len(sentences)} sentences")
-    t0 = time.perf_counter()
-    checksum = one_pass()
-    warmup_s = time.perf_counter() - t0
-    times = []
-    for r in range(spec["repeats"]):
-        t0 = time.perf_counter()
-        checksum = one_pass()
-        times.append(time.perf_counter() - t0)
-        log(
-            f"{tag}: pass {r + 1}/{spec['repeats']} {times[-1]:.3f}s -> "
-            f"{n_tokens / times[-1]:.1f} tokens/s"
-        )
+    warmup_s = seconds(lambda: checksums.append(one_pass()))
+
+    def report(i, elapsed):
+        rate = n_tokens / elapsed
+        log(f"{tag}: pass {i + 1}/{spec['repeats']} {elapsed:.3f}s -> {rate:.1f} tokens/s")
+
+    passes = timed(lambda: checksums.append(one_pass()), spec["repeats"], warmups=0, report=report)
+    times, checksum = passes.seconds, checksums[-1]
 
     lengths = [len(s) for s in sentences]
     padded = sum(
@@ -371,16 +326,15 @@ def child_onnx(spec):
             raise RuntimeError(f"{tag}: covered {seen}/{len(sentences)} sentences")
         return checksum
 
+    checksums = []
     log(f"{tag}: warm-up pass over {len(sentences)} sentences")
-    t0 = time.perf_counter()
-    checksum = one_pass()
-    warmup_s = time.perf_counter() - t0
-    times = []
-    for r in range(spec["repeats"]):
-        t0 = time.perf_counter()
-        checksum = one_pass()
-        times.append(time.perf_counter() - t0)
-        log(f"{tag}: pass {r + 1}/{spec['repeats']} {times[-1]:.3f}s")
+    warmup_s = seconds(lambda: checksums.append(one_pass()))
+
+    def report(i, elapsed):
+        log(f"{tag}: pass {i + 1}/{spec['repeats']} {elapsed:.3f}s")
+
+    passes = timed(lambda: checksums.append(one_pass()), spec["repeats"], warmups=0, report=report)
+    times, checksum = passes.seconds, checksums[-1]
     return {
         "n_sentences": len(sentences),
         "n_tokens": n_tokens,
@@ -495,15 +449,8 @@ def reused_peer(path, shape, batch_sizes, threads):
 
 
 def ensure_weights(shape, weights_dir):
-    d = os.path.join(weights_dir, shape)
-    files = {"options": os.path.join(d, "options.json"), "weights": os.path.join(d, "weights.hdf5")}
-    if not all(os.path.exists(p) for p in files.values()):
-        log(f"writing random {shape} weights to {d}")
-        # its report goes to stderr with the progress: stdout is the markdown table
-        subprocess.run(
-            [sys.executable, MAKE_WEIGHTS, shape, weights_dir], check=True, stdout=sys.stderr
-        )
-    return files
+    options, weights = random_weights(shape, weights_dir)
+    return {"options": options, "weights": weights}
 
 
 def ensure_corpus(args):

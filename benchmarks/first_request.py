@@ -20,7 +20,8 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
+
+from timing import Timing, seconds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SENTENCES = [
@@ -37,28 +38,24 @@ def child(path, mode, steady):
 
     from elmo_tf.serving.model_manager import Servable
 
-    t0 = time.perf_counter()
-    servable = Servable("elmo", 1, path)
-    load_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    replayed = servable.warm_up() if mode == "records" else 0
-    warmup_s = time.perf_counter() - t0
-    if mode == "records" and not replayed:
+    loaded = []
+    load_s = seconds(lambda: loaded.append(Servable("elmo", 1, path)))
+    servable, replayed = loaded[0], []
+    warmup_s = seconds(lambda: replayed.append(servable.warm_up() if mode == "records" else 0))
+    if mode == "records" and not replayed[0]:
         raise SystemExit(f"{path} has no warm-up records")
 
     def request(sentence):
         inputs = {"sentences": np.array([sentence.encode()], dtype=object)}
-        t0 = time.perf_counter()
-        servable.run("default", inputs)
-        return 1000 * (time.perf_counter() - t0)
+        return seconds(lambda: servable.run("default", inputs))
 
     first = request(SENTENCES[0])
-    times = [request(SENTENCES[1 + i % (len(SENTENCES) - 1)]) for i in range(steady)]
+    steady_run = Timing(request(SENTENCES[1 + i % (len(SENTENCES) - 1)]) for i in range(steady))
     return {
         "load_s": load_s,
         "warmup_s": warmup_s,
-        "first_ms": first,
-        "steady_ms": statistics.median(times),
+        "first_ms": 1000 * first,
+        "steady_ms": 1000 * steady_run.median,
     }
 
 

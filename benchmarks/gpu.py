@@ -28,11 +28,10 @@ import argparse
 import contextlib
 import os
 import platform
-import statistics
 import sys
-import time
 
 import numpy as np
+from timing import Timing, seconds, timed
 
 SHAPES = {"full": "original", "small": "small", "medium": "medium"}
 PRECISIONS = ("fp32", "tf32", "bf16")
@@ -133,17 +132,6 @@ def sentences(count, tokens, seed):
     return [[vocabulary[i] for i in rng.integers(0, len(vocabulary), tokens)] for _ in range(count)]
 
 
-def timed(function, repeats, warmups=1):
-    for _ in range(warmups):  # compiles (a new shape), warms
-        function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", choices=sorted(SHAPES), default="full")
@@ -180,7 +168,8 @@ def main():
             ids = elmo_tf.batch_to_ids(batch_sentences)
             tokens = batch * args.tokens
             with matmul_precision(backend, precision):
-                call = tokens / timed(lambda run=run, ids=ids: run(ids), args.repeats)
+                # the untimed call compiles this shape
+                call = tokens / timed(lambda run=run, ids=ids: run(ids), args.repeats).median
                 embed = None
                 if not args.no_embed:
 
@@ -189,7 +178,8 @@ def main():
                         model.embed(batch_sentences, batch_size=batch, max_batch_tokens=None)
 
                     # two warm-ups: the second compiles the token cache's weight check
-                    embed = tokens / timed(embed_pass, max(1, args.repeats // 2), warmups=2)
+                    embed_timing = timed(embed_pass, max(1, args.repeats // 2), warmups=2)
+                    embed = tokens / embed_timing.median
             rows.append((precision, batch, call, embed))
             embed_text = "-" if embed is None else f"{embed:,.0f}"
             print(f"  {precision} B={batch}: call {call:,.0f} tokens/s, embed {embed_text}",
@@ -208,24 +198,15 @@ def main():
     with matmul_precision(backend, "fp32"):
         ids = [elmo_tf.batch_to_ids([s]) for s in one]
         run(ids[0])  # compiles B = 1
-        call_ms = statistics.median(
-            1000 * _seconds(lambda i=i: run(ids[i])) for i in range(1, len(ids))
-        )
+        call_ms = 1000 * Timing(seconds(lambda i=i: run(ids[i])) for i in range(1, len(ids))).median
         model.embed([one[0]])
         model.embed([one[0]])
-        embed_ms = statistics.median(
-            1000 * _seconds(lambda i=i: model.embed([one[i]])) for i in range(1, len(one))
-        )
+        each = Timing(seconds(lambda i=i: model.embed([one[i]])) for i in range(1, len(one)))
+        embed_ms = 1000 * each.median
     print()
     print(f"one sentence of {args.tokens} tokens (fp32, median of {args.latency_calls}): "
           f"call {call_ms:.2f} ms, embed {embed_ms:.2f} ms")  # fmt: skip
     return 0
-
-
-def _seconds(function):
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

@@ -39,10 +39,10 @@ import statistics
 import subprocess
 import sys
 import threading
-import time
+
+from timing import Timing, random_weights, read_sentences, seconds, timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 FLOAT_BYTES = 4
 
 
@@ -58,15 +58,14 @@ def bandwidth_gbps(mib, threads, repeats=5):
     def copy(lo, hi):
         dst[lo:hi] = src[lo:hi]
 
-    best = float("inf")
-    for _ in range(repeats):
+    def copy_in_parts():
         workers = [threading.Thread(target=copy, args=part) for part in parts]
-        start = time.perf_counter()
         for w in workers:
             w.start()
         for w in workers:
             w.join()
-        best = min(best, time.perf_counter() - start)
+
+    best = timed(copy_in_parts, repeats, warmups=0).best
     return 2 * src.nbytes / best / 1e9
 
 
@@ -81,47 +80,18 @@ def bytes_per_sentence(config, n_tokens):
     return steps * per_step + input_halves + token_layers
 
 
-def read_sentences(path, n):
-    with open(path, encoding="utf-8") as f:
-        lines = [line.split() for line in f if line.split()]
-    if len(lines) < n:
-        sys.exit(f"latency.py: {path} holds {len(lines)} sentences, fewer than {n}")
-    return lines[:n]
-
-
-def weights_for(shape, directory):
-    target = os.path.join(directory, shape)
-    if not os.path.isfile(os.path.join(target, "weights.hdf5")):
-        print(f"making random {shape} weights in {directory}", file=sys.stderr)
-        subprocess.run(
-            [sys.executable, os.path.join(ROOT, "tests", "fixtures", "make_weights.py"), shape,
-             directory],
-            check=True,
-        )  # fmt: skip
-    return os.path.join(target, "options.json"), os.path.join(target, "weights.hdf5")
-
-
-def quartiles(values):
-    q = statistics.quantiles(values, n=4)
-    return q[0], statistics.median(values), q[2]
-
-
 def ours(args, sentences):
     import elmo_tf
 
     elmo_tf.configure_threads()
     import tensorflow as tf
 
-    options, weights = weights_for(args.shape, args.weights_dir)
+    options, weights = random_weights(args.shape, args.weights_dir)
     model = elmo_tf.load_pretrained(options, weights)
-    warm, timed = sentences[: args.warmup], sentences[args.warmup :]
+    warm, measured = sentences[: args.warmup], sentences[args.warmup :]
     for s in warm:
         model.embed([s])
-    embed_ms = []
-    for s in timed:
-        start = time.perf_counter()
-        model.embed([s])
-        embed_ms.append((time.perf_counter() - start) * 1e3)
+    embed = Timing(seconds(lambda s=s: model.embed([s])) for s in measured)
     exported = os.path.join(args.weights_dir, f"{args.shape}_saved_model")
     if not os.path.isdir(exported):
         from elmo_tf.export.saved_model import export_saved_model
@@ -130,17 +100,16 @@ def ours(args, sentences):
     signature = tf.saved_model.load(os.path.join(exported, "1")).signatures["default"]
     for s in warm:
         signature(sentences=tf.constant([" ".join(s)]))
-    saved_ms = []
-    for s in timed:
-        start = time.perf_counter()
-        signature(sentences=tf.constant([" ".join(s)]))["elmo"].numpy()
-        saved_ms.append((time.perf_counter() - start) * 1e3)
-    return model.config, embed_ms, saved_ms
+    saved = Timing(
+        seconds(lambda s=s: signature(sentences=tf.constant([" ".join(s)]))["elmo"].numpy())
+        for s in measured
+    )
+    return model.config, embed, saved
 
 
 def peer(args, sentences):
     """The peer's per-sentence time at batch 1 (its strict loop over the timed sentences)."""
-    options, weights = weights_for(args.shape, args.weights_dir)
+    options, weights = random_weights(args.shape, args.weights_dir)
     path = os.path.join(args.weights_dir, "latency_sentences.txt")
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(" ".join(s) + "\n" for s in sentences)
@@ -176,19 +145,21 @@ def main(argv=None):
         return 0
     os.makedirs(args.weights_dir, exist_ok=True)
     sentences = read_sentences(args.sentences, args.warmup + args.n)
+    if len(sentences) < args.warmup + args.n:
+        sys.exit(f"latency.py: {args.sentences} holds fewer than {args.warmup + args.n} sentences")
     done = subprocess.run(
         [sys.executable, __file__, "--_bandwidth", "--sentences", args.sentences,
          "--bandwidth-mib", str(args.bandwidth_mib)],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     bw1, bw2 = json.loads(done.stdout)
-    config, embed_ms, saved_ms = ours(args, sentences)
+    config, embed, saved = ours(args, sentences)
     peer_ms = None if args.no_peer else peer(args, sentences)
-    timed = sentences[args.warmup :]
-    tokens = statistics.median(len(s) for s in timed)
+    measured = sentences[args.warmup :]
+    tokens = statistics.median(len(s) for s in measured)
     bound_ms = 1e3 * bytes_per_sentence(config, tokens) / (bw2 * 1e9)
-    rows = [("elmo-tf, model.embed([s])", quartiles(embed_ms)),
-            ("elmo-tf, SavedModel default", quartiles(saved_ms))]  # fmt: skip
+    rows = [("elmo-tf, model.embed([s])", [1e3 * t for t in embed.quartiles()]),
+            ("elmo-tf, SavedModel default", [1e3 * t for t in saved.quartiles()])]  # fmt: skip
     print(f"\nMachine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
           f"copy bandwidth {bw1:.1f} GB/s (1 thread), {bw2:.1f} GB/s (2 threads); "
           f"{args.shape} shape, median sentence {tokens:g} tokens; "
@@ -206,7 +177,8 @@ def main(argv=None):
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(
                 {"bandwidth_gbps": [bw1, bw2], "bound_ms": bound_ms, "tokens": tokens,
-                 "embed_ms": embed_ms, "saved_model_ms": saved_ms, "peer_ms": peer_ms},
+                 "embed_ms": [1e3 * t for t in embed.seconds],
+                 "saved_model_ms": [1e3 * t for t in saved.seconds], "peer_ms": peer_ms},
                 f, indent=2,
             )  # fmt: skip
     return 0

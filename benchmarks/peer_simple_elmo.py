@@ -49,46 +49,16 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def rss_now_mib():
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
-
-
-def peak_rss_mib():
-    # ru_maxrss is KiB on Linux (bytes on macOS).
-    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return r / (1024.0 * 1024.0) if sys.platform == "darwin" else r / 1024.0
+from timing import peak_rss_mib, read_sentences, rss_now_mib, seconds, timed
 
 
 def log(msg):
     print(f"[peer_simple_elmo {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def read_sentences(path, max_sentences):
-    sents = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            toks = line.split()
-            if toks:
-                sents.append(toks)
-            if max_sentences and len(sents) >= max_sentences:
-                break
-    if not sents:
-        sys.exit(f"no sentences in {path}")
-    return sents
 
 
 def parse_batch_sizes(values):
@@ -202,19 +172,21 @@ def run_child(args):
     warmup_s = None
     if warm:
         log(f"B={B}: warm-up on {len(warm)} sentences")
-        t0 = time.perf_counter()
-        call(warm, "warm-up")
-        warmup_s = time.perf_counter() - t0
+        warmup_s = seconds(lambda: call(warm, "warm-up"))
 
-    times = []
-    out = None
-    for r in range(args.repeats):
-        out = None  # free the previous output before the next call
-        log(f"B={B}: timed run {r + 1}/{args.repeats} on {len(sents)} sentences")
-        t0 = time.perf_counter()
-        out = call(sents, f"timed#{r + 1}")
-        times.append(time.perf_counter() - t0)
-        log(f"B={B}: {times[-1]:.3f}s -> {n_tokens / times[-1]:.1f} tokens/s")
+    last = {"out": None, "run": 0}
+
+    def timed_run():
+        last["out"] = None  # free the previous output before the next call
+        last["run"] += 1
+        log(f"B={B}: timed run {last['run']}/{args.repeats} on {len(sents)} sentences")
+        last["out"] = call(sents, f"timed#{last['run']}")
+
+    def report(i, elapsed):
+        log(f"B={B}: {elapsed:.3f}s -> {n_tokens / elapsed:.1f} tokens/s")
+
+    times = timed(timed_run, args.repeats, warmups=0, report=report).seconds
+    out = last["out"]
 
     if args.mode == "strict":  # out is the checksum of every batch's output
         ok = bool(np.isfinite(out)) and out != 0.0

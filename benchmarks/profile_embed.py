@@ -27,39 +27,14 @@ The model runs with ``elmo_tf.configure_threads()``'s pools unless ``--threads t
 
 import argparse
 import statistics
-import subprocess
 import sys
 import time
 
 import tensorflow as tf
+from timing import read_matmul_gflops, read_sentences
 
 import elmo_tf
 from elmo_tf.models import length_batches
-
-
-def matmul_gflops(n=2048, repeats=7, rounds=3):
-    """The best of ``rounds`` medians: a fresh process's first round reads low (warm-up)."""
-    a = tf.random.normal([n, n])
-    b = tf.random.normal([n, n])
-    f = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)))
-    f()
-    medians = []
-    for _ in range(rounds):
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            f().numpy()
-            times.append(time.perf_counter() - t)
-        medians.append(statistics.median(times))
-    return 2 * n**3 / min(medians) / 1e9
-
-
-def read_matmul_gflops():
-    """The matmul rate, read in a fresh child process with TensorFlow's default pools."""
-    child = subprocess.run(
-        [sys.executable, __file__, "--_matmul"], capture_output=True, text=True, check=True
-    )
-    return float(child.stdout)
 
 
 def lstm_flops(config):
@@ -128,8 +103,7 @@ def main():
     args = ap.parse_args()
     if args.max_batch_tokens < 0:
         ap.error("--max-batch-tokens: expected a non-negative integer (0: no budget)")
-    sentences = [line.split() for line in open(args.sentences, encoding="utf-8")]
-    sentences = [s for s in sentences if s]
+    sentences = read_sentences(args.sentences)
     n_tokens = sum(map(len, sentences))
     if args.threads == "elmo-tf":
         elmo_tf.configure_threads()
@@ -177,7 +151,4 @@ def main():
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--_matmul"]:
-        print(matmul_gflops())
-    else:
-        main()
+    main()

@@ -9,6 +9,7 @@ caller names its own class) with one message per rule, naming the argument and w
 import difflib
 import math
 import numbers
+import reprlib
 
 # How close a misspelt name must be to a known one to be called a typo of it (difflib's ratio:
 # "cel_clip" against "cell_clip" is 0.94; unrelated names of the same length stay under 0.6).
@@ -96,10 +97,40 @@ def did_you_mean(word, known):
     return f"; did you mean '{close}'?" if close else ""
 
 
-def shown(value, limit=60):
-    """``repr(value)``, cut short: a value may come from a file."""
+# How much of a value an error message quotes: values come from files and clients, and a
+# message stays one short line whatever they hold.
+SHOWN_CHARS = 100
+
+_abbreviated = reprlib.Repr()
+_abbreviated.maxlist = _abbreviated.maxtuple = _abbreviated.maxdict = _abbreviated.maxset = 8
+_abbreviated.maxstring = _abbreviated.maxother = _abbreviated.maxlong = 40
+_abbreviated.maxlevel = 3  # a deeply nested list is "[[[...]]]", not a deep recursion
+
+
+def shown(value, limit=SHOWN_CHARS, quote=True):
+    """``value`` as an error message quotes it: one line, whatever its size.
+
+    A string as ``repr`` writes it (``quote=False``: its bare text, unprintable characters
+    escaped as ``repr`` escapes them), its first ``limit`` characters followed by ``... (N
+    characters)`` when it is longer. Any other value as ``repr`` writes it, with lists, dicts
+    and long numbers abbreviated (``reprlib``: 8 items, 3 levels), cut at ``limit``
+    characters."""
+    if isinstance(value, str) or not quote:
+        try:
+            text = str(value)
+        except ValueError:  # an int too long for str() (sys.get_int_max_str_digits)
+            return "<a very large integer>"
+        head = text[:limit]
+        if quote:
+            head = repr(head)
+        elif not head.isprintable():
+            head = "".join(c if c.isprintable() else repr(c)[1:-1] for c in head)
+        if len(text) <= limit:
+            return head
+        more = f"... ({len(text)} characters)"
+        return f"{head[:-1]}{more}{head[-1]}" if quote else head + more
     try:
-        text = repr(value)
+        text = _abbreviated.repr(value)
     except ValueError:  # an int too long for str() (sys.get_int_max_str_digits)
         return "<a very large integer>"
     return text if len(text) <= limit else text[: limit - 3] + "..."

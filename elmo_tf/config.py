@@ -21,12 +21,9 @@ environment.
 import dataclasses
 import json
 import math
-import reprlib
 
 from elmo_tf import characters, checks, environment, files, options_file
 from elmo_tf.errors import OptionsError
-
-ACTIVATIONS = ("relu", "tanh")
 
 SIZE_LIMITS = {"parameters": 1_000_000_000, "dimension": 32_768, "layers": 32}
 SIZE_LIMIT_ENV = {
@@ -34,20 +31,6 @@ SIZE_LIMIT_ENV = {
     "dimension": "ELMO_TF_MAX_DIMENSION",
     "layers": "ELMO_TF_MAX_LAYERS",
 }
-
-_short = reprlib.Repr()
-_short.maxstring = _short.maxother = 40
-_short.maxlist = _short.maxdict = 8
-_short.maxlevel = 3
-
-
-def show(value, limit=120):
-    """``repr(value)`` cut short: a crafted file must not make an error message huge."""
-    try:
-        text = _short.repr(value)
-    except ValueError:  # an int too long for str() (sys.get_int_max_str_digits)
-        return "<a very large integer>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def current_size_limits(overrides=None):
@@ -116,7 +99,8 @@ class ElmoConfig:
         except (TypeError, ValueError):
             raise InvalidValue(
                 "char_cnn.filters",
-                f"must be a list of [width, num_filters] integer pairs, got {show(self.filters)}",
+                "must be a list of [width, num_filters] integer pairs, got "
+                f"{checks.shown(self.filters)}",
             ) from None
         object.__setattr__(self, "filters", filters)
         self.validate()
@@ -160,73 +144,11 @@ class ElmoConfig:
         )
 
     def validate(self):
-        def fail(key, message):
-            raise InvalidValue(key, message)
-
-        # First: the filters' widths are checked against it.
-        if (
-            not checks.is_integer(self.max_characters_per_token)
-            or self.max_characters_per_token != characters.MAX_CHARS_PER_TOKEN
-        ):
-            fail(
-                "char_cnn.max_characters_per_token",
-                f"must be {characters.MAX_CHARS_PER_TOKEN} (the character mapping is fixed), "
-                f"got {show(self.max_characters_per_token)}",
-            )
-        if not self.filters:
-            fail("char_cnn.filters", "must list at least one [width, num_filters] pair")
-        for entry in self.filters:
-            if len(entry) != 2:
-                fail("char_cnn.filters", f"has an entry {show(list(entry))}, not [width, num]")
-            width, num = entry
-            if not 1 <= width <= self.max_characters_per_token or num < 1:
-                fail("char_cnn.filters", f"has an invalid entry [{width}, {num}]")
-        for key, value in [
-            ("char_cnn.embedding.dim", self.char_embedding_dim),
-            ("lstm.projection_dim", self.projection_dim),
-            ("lstm.dim", self.lstm_dim),
-            ("lstm.n_layers", self.n_lstm_layers),
-            ("char_cnn.n_highway", self.n_highway),
-            ("char_cnn.n_characters", self.n_characters),
-        ]:
-            if not checks.is_integer(value):
-                fail(key, f"must be an integer, got {show(value)}")
-        for key, value in [
-            ("char_cnn.embedding.dim", self.char_embedding_dim),
-            ("lstm.projection_dim", self.projection_dim),
-            ("lstm.dim", self.lstm_dim),
-            ("lstm.n_layers", self.n_lstm_layers),
-        ]:
-            if value < 1:
-                fail(key, f"must be a positive integer, got {show(value)}")
-        if self.n_highway < 0:
-            fail(
-                "char_cnn.n_highway", f"must be a non-negative integer, got {show(self.n_highway)}"
-            )
-        if not isinstance(self.activation, str) or self.activation not in ACTIVATIONS:
-            fail(
-                "char_cnn.activation", f"must be one of {ACTIVATIONS}, got {show(self.activation)}"
-            )
-        if not isinstance(self.use_skip_connections, bool):
-            fail(
-                "lstm.use_skip_connections",
-                f"must be true or false, got {show(self.use_skip_connections)}",
-            )
-        if not checks.is_integer(self.n_characters) or self.n_characters not in (261, 262):
-            fail("char_cnn.n_characters", f"must be 261 or 262, got {show(self.n_characters)}")
-        for key, value in [("lstm.cell_clip", self.cell_clip), ("lstm.proj_clip", self.proj_clip)]:
-            if value is None:
-                continue
-            if not checks.is_number(value):
-                fail(key, f"must be a number, got {show(value)}")
-            try:
-                finite = math.isfinite(value)
-            except OverflowError:  # an integer beyond float range: JSON allows any length
-                fail(key, f"must be a finite positive number, got {show(value)}")
-            # NaN passes every comparison and inf (also what JSON's 1e400 parses to) clips
-            # nothing: both would hide a broken file, so only finite positive numbers pass.
-            if not finite or value <= 0:
-                fail(key, f"must be a finite positive number or absent, got {show(value)}")
+        """Raises ``OptionsError`` naming the first value that breaks its rule (the rules:
+        ``elmo_tf.options_file.FIELDS``)."""
+        for field in options_file.FIELDS:
+            if problem := field.check(getattr(self, field.attribute)):
+                raise InvalidValue(field.key, problem)
 
     def check_size(self, size_limits=None):
         """Refuses a config larger than the limits (see the module docstring).
@@ -245,23 +167,10 @@ class ElmoConfig:
                 f"size_limits={{'{limit}': ...}} or {SIZE_LIMIT_ENV[limit]})",
             )
 
-        for key, value in [
-            ("lstm.n_layers", self.n_lstm_layers),
-            ("char_cnn.n_highway", self.n_highway),
-            ("char_cnn.filters", len(self.filters)),
-        ]:
-            if value > limits["layers"]:
-                over(key, value, "layers")
-        widths = [
-            ("char_cnn.embedding.dim", self.char_embedding_dim),
-            ("lstm.projection_dim", self.projection_dim),
-            ("lstm.dim", self.lstm_dim),
-        ]
-        widths += [("char_cnn.filters", num) for _, num in self.filters]
-        widths.append(("char_cnn.filters", self.n_filters))
-        for key, value in widths:
-            if value > limits["dimension"]:
-                over(key, value, "dimension")
+        for field in options_file.FIELDS:
+            for limit, value in field.sizes(getattr(self, field.attribute)):
+                if value > limits[limit]:
+                    over(field.key, value, limit)
         if self.parameter_count > limits["parameters"]:
             over(None, self.parameter_count, "parameters")
 
@@ -280,27 +189,7 @@ class ElmoConfig:
 
     def to_options(self):
         """Returns the options.json dict of this config (bilm-tf's schema)."""
-        lstm = {
-            "use_skip_connections": self.use_skip_connections,
-            "projection_dim": self.projection_dim,
-            "dim": self.lstm_dim,
-            "n_layers": self.n_lstm_layers,
-        }
-        if self.cell_clip is not None:
-            lstm["cell_clip"] = _plain_number(self.cell_clip)
-        if self.proj_clip is not None:
-            lstm["proj_clip"] = _plain_number(self.proj_clip)
-        return {
-            "lstm": lstm,
-            "char_cnn": {
-                "activation": self.activation,
-                "filters": [list(f) for f in self.filters],
-                "n_highway": self.n_highway,
-                "embedding": {"dim": self.char_embedding_dim},
-                "n_characters": self.n_characters,
-                "max_characters_per_token": self.max_characters_per_token,
-            },
-        }
+        return options_file.to_options(self)
 
     def save(self, path):
         """Writes the options.json of this config, replacing ``path`` atomically."""
@@ -315,7 +204,3 @@ def _whole(value):
     if isinstance(value, bool | float | str):
         raise TypeError(value)
     return int(value)
-
-
-def _plain_number(value):
-    return int(value) if float(value).is_integer() else value

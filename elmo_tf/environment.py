@@ -7,7 +7,7 @@ variable                       values
 ``ELMO_TF_MODEL_BASE_URL``     an ``http://`` or ``https://`` mirror of the published models
 ``ELMO_TF_OFFLINE``            ``1``, ``true``, ``yes`` (never touch the network) or ``0``,
                                ``false``, ``no``, empty
-``ELMO_TF_LSTM_LAYOUT``        ``per_gate``, ``fused`` or ``auto`` (``layers.lstm_layout``)
+``ELMO_TF_LSTM_LAYOUT``        ``per_gate`` or ``fused`` (``layers.lstm_layout``)
 ``ELMO_TF_MAX_PARAMETERS``,    positive integers raising the bounds on a model's size
 ``ELMO_TF_MAX_DIMENSION``,     (``elmo_tf.config``)
 ``ELMO_TF_MAX_LAYERS``
@@ -27,7 +27,9 @@ from elmo_tf.errors import ElmoError
 PREFIX = "ELMO_TF_"
 _TRUE = ("1", "true", "yes")
 _FALSE = ("", "0", "false", "no")
-LAYOUTS = ("per_gate", "fused", "auto")
+# The LSTM step's layouts (elmo_tf.layers.lstm_layout imports them): declared with the
+# variable that names one, which is checked before TensorFlow (or Keras) is imported.
+LAYOUTS = ("per_gate", "fused")
 
 
 class EnvironmentVariableError(ElmoError, ValueError):
@@ -39,7 +41,7 @@ def _text(name, text):
 
 
 def _url(name, text):
-    shown = repr(urls.public_url(text)[:80])
+    shown = checks.shown(urls.public_url(text))
     if text and not urls.is_url(text):
         raise EnvironmentVariableError(f"{name} must be an http:// or https:// URL, got {shown}")
     if text and (problem := urls.problem(text)):
@@ -53,14 +55,15 @@ def _switch(name, text):
         return True
     if word in _FALSE:
         return False
+    allowed = ", ".join(_TRUE + _FALSE[1:])
     raise EnvironmentVariableError(
-        f"{name} must be one of {', '.join(_TRUE + _FALSE[1:])} (or empty), got {text[:80]!r}"
+        f"{name} must be one of {allowed} (or empty), got {checks.shown(text)}"
     )
 
 
 def _layout(name, text):
-    word = text.strip().lower() or "auto"
-    return checks.one_of(name, word, LAYOUTS, error=EnvironmentVariableError)
+    word = text.strip().lower()
+    return checks.one_of(name, word, LAYOUTS, error=EnvironmentVariableError) if word else None
 
 
 def _limit(name, text):
@@ -76,7 +79,7 @@ VARIABLES = {
     "ELMO_TF_CACHE_DIR": (_text, None),
     "ELMO_TF_MODEL_BASE_URL": (_url, None),
     "ELMO_TF_OFFLINE": (_switch, False),
-    "ELMO_TF_LSTM_LAYOUT": (_layout, "auto"),
+    "ELMO_TF_LSTM_LAYOUT": (_layout, None),
     "ELMO_TF_MAX_PARAMETERS": (_limit, None),
     "ELMO_TF_MAX_DIMENSION": (_limit, None),
     "ELMO_TF_MAX_LAYERS": (_limit, None),

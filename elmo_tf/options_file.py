@@ -1,18 +1,190 @@
-"""Reading an official ``options.json`` into an ``ElmoConfig``.
+"""The official ``options.json`` format: its fields in one table (``FIELDS``), and reading a
+file into an ``ElmoConfig``.
+
+Each row of ``FIELDS`` is one value of the format: its key in the file, the ``ElmoConfig``
+attribute that holds it, its value when the file leaves it out, the rule it must meet, the size
+limits it counts against and how it is written back. Reading (``config_from_options``), the
+config's checks (``ElmoConfig.validate``, ``ElmoConfig.check_size``), the typo check
+(``KNOWN_KEYS``) and writing (``to_options``) all go through it.
 
 The file is untrusted input: it is read no further than ``MAX_OPTIONS_BYTES``
 (``elmo_tf.untrusted_files``), parsed as strict JSON (a key given twice refused), its structure
 walked (``lstm`` and ``char_cnn`` objects, the required keys), a key one typo away from a key
 the format defines refused, and its values handed to ``ElmoConfig``, which checks each of them
-once (``ElmoConfig.validate``) and bounds the model's size (``ElmoConfig.check_size``). Errors
-name the file and the key.
+once and bounds the model's size. Errors name the file and the key.
 """
+
+import dataclasses
+import math
 
 from elmo_tf import characters, checks, untrusted_files
 from elmo_tf.errors import OptionsError
 
 # An official options.json is a few hundred bytes; reading stops well before memory is at risk.
 MAX_OPTIONS_BYTES = 1 << 20
+
+ACTIVATIONS = ("relu", "tanh")
+N_CHARACTERS = (261, 262)  # bilm-tf trains with 261 ids, and runs with 262
+REQUIRED = object()  # the default of a key every file must give
+
+
+def _count(minimum):
+    """The rule of a count: an integer of at least ``minimum`` (0 or 1)."""
+    rule = {0: "a non-negative integer", 1: "a positive integer"}[minimum]
+
+    def check(value):
+        if not checks.is_integer(value):
+            return f"must be an integer, got {checks.shown(value)}"
+        if value < minimum:
+            return f"must be {rule}, got {checks.shown(value)}"
+        return None
+
+    return check
+
+
+def _max_characters(value):
+    if not checks.is_integer(value) or value != characters.MAX_CHARS_PER_TOKEN:
+        return (
+            f"must be {characters.MAX_CHARS_PER_TOKEN} (the character mapping is fixed), "
+            f"got {checks.shown(value)}"
+        )
+    return None
+
+
+def _filters(filters):
+    if not filters:
+        return "must list at least one [width, num_filters] pair"
+    for entry in filters:
+        if len(entry) != 2:
+            return f"has an entry {checks.shown(list(entry))}, not [width, num]"
+        width, num = entry
+        # max_characters_per_token is that constant (its own rule), so a width never exceeds it.
+        if not 1 <= width <= characters.MAX_CHARS_PER_TOKEN or num < 1:
+            return f"has an invalid entry [{width}, {num}]"
+    return None
+
+
+def _activation(value):
+    if not isinstance(value, str) or value not in ACTIVATIONS:
+        return f"must be one of {ACTIVATIONS}, got {checks.shown(value)}"
+    return None
+
+
+def _n_characters(value):
+    if not checks.is_integer(value):
+        return f"must be an integer, got {checks.shown(value)}"
+    if value not in N_CHARACTERS:
+        return f"must be 261 or 262, got {checks.shown(value)}"
+    return None
+
+
+def _boolean(value):
+    if not isinstance(value, bool):
+        return f"must be true or false, got {checks.shown(value)}"
+    return None
+
+
+def _clip(value):
+    if value is None:
+        return None
+    if not checks.is_number(value):
+        return f"must be a number, got {checks.shown(value)}"
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer beyond float range: JSON allows any length
+        return f"must be a finite positive number, got {checks.shown(value)}"
+    # NaN passes every comparison and inf (also what JSON's 1e400 parses to) clips nothing:
+    # both would hide a broken file, so only finite positive numbers pass.
+    if not finite or value <= 0:
+        return f"must be a finite positive number or absent, got {checks.shown(value)}"
+    return None
+
+
+def _layers(value):
+    return [("layers", value)]
+
+
+def _width(value):
+    return [("dimension", value)]
+
+
+def _filter_sizes(filters):
+    """Their number (layers), each count and their sum, the CNN's output width (dimension)."""
+    nums = [num for _, num in filters]
+    return [
+        ("layers", len(filters)),
+        *(("dimension", num) for num in nums),
+        ("dimension", sum(nums)),
+    ]
+
+
+def _plain_number(value):
+    return int(value) if float(value).is_integer() else value
+
+
+def _lists(filters):
+    return [list(f) for f in filters]
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """One value of the options format.
+
+    Args:
+        key: its place in the file, sections joined by dots (``"lstm.cell_clip"``).
+        attribute: the ``ElmoConfig`` attribute that holds it.
+        default: its value when the file leaves it out (``REQUIRED``: the file must give it).
+        check: ``value -> None``, or what is wrong with it (``"must be ..., got ..."``).
+        sizes: ``value -> [(limit, number)]``, the numbers ``ElmoConfig.check_size`` bounds
+            (``limit`` a key of ``elmo_tf.config.SIZE_LIMITS``).
+        written: ``value -> its JSON value`` (a value of ``None`` is left out of the file).
+    """
+
+    key: str
+    attribute: str
+    default: object
+    check: object
+    sizes: object = lambda value: []
+    written: object = lambda value: value
+
+
+# In the published files' order (written back in it), except that filters come first in
+# char_cnn: a file without that section is then told the key it must give first.
+FIELDS = (
+    Field("lstm.use_skip_connections", "use_skip_connections", True, _boolean),
+    Field("lstm.projection_dim", "projection_dim", REQUIRED, _count(1), _width),
+    Field("lstm.cell_clip", "cell_clip", None, _clip, written=_plain_number),
+    Field("lstm.proj_clip", "proj_clip", None, _clip, written=_plain_number),
+    Field("lstm.dim", "lstm_dim", REQUIRED, _count(1), _width),
+    Field("lstm.n_layers", "n_lstm_layers", 2, _count(1), _layers),
+    Field("char_cnn.filters", "filters", REQUIRED, _filters, _filter_sizes, written=_lists),
+    Field("char_cnn.activation", "activation", REQUIRED, _activation),
+    Field("char_cnn.n_highway", "n_highway", REQUIRED, _count(0), _layers),
+    Field("char_cnn.embedding.dim", "char_embedding_dim", REQUIRED, _count(1), _width),
+    Field("char_cnn.n_characters", "n_characters", characters.NUM_CHAR_IDS, _n_characters),
+    Field(
+        "char_cnn.max_characters_per_token",
+        "max_characters_per_token",
+        characters.MAX_CHARS_PER_TOKEN,
+        _max_characters,
+    ),
+)
+
+
+def _sections():
+    """``{section: (its keys, sorted)}``; a nested section is a key of its parent."""
+    sections = {}
+    for field in FIELDS:
+        parts = field.key.split(".")
+        for depth in range(1, len(parts)):
+            sections.setdefault(".".join(parts[:depth]), set()).add(parts[depth])
+    return {section: tuple(sorted(keys)) for section, keys in sections.items()}
+
+
+# The keys the options format defines in its model sections. Other keys stay accepted (official
+# files carry bilm-tf's training settings beside them), except one a typo away from a defined
+# key: "cel_clip" silently meant "no cell clipping" and outputs 1e-3 off.
+KNOWN_KEYS = _sections()
 
 
 def read_config(config_class, path, size_limits=None):
@@ -32,29 +204,15 @@ def read_config(config_class, path, size_limits=None):
 
 def config_from_options(config_class, options, source="options", size_limits=None):
     """The ``config_class`` (``ElmoConfig``) of a parsed options.json dict (``source`` names it
-    in errors): its values go to the class, which checks them (its ``OptionsError`` names the
-    key, ``from_source`` names the file too)."""
+    in errors): each field's value (``FIELDS``) goes to the class, which checks them (its
+    ``OptionsError`` names the key, ``from_source`` names the file too)."""
     if not isinstance(options, dict):
         raise OptionsError(f"{source}: expected a JSON object, got {type(options).__name__}")
-
-    def get(path, default=KeyError):
-        node = options
-        parts = path.split(".")
-        for i, part in enumerate(parts):
-            if not isinstance(node, dict):
-                parent = ".".join(parts[:i])
-                raise OptionsError(
-                    f"{source}: '{parent}' must be a JSON object, got {checks.shown(node)}"
-                )
-            if part not in node:
-                if default is KeyError:
-                    raise OptionsError(f"{source}: missing key '{path}'")
-                return default
-            node = node[part]
-        return node
-
     _check_key_spelling(options, source)
-    filters = get("char_cnn.filters")
+    values = {field.attribute: _value(options, field, source) for field in FIELDS}
+    filters = values["filters"]
+    # The file's form of the filters (JSON lists of two integers); the config checks them once
+    # converted, a file's [1, 8, 3] is no pair to convert.
     if not isinstance(filters, list) or not all(
         isinstance(f, list) and len(f) == 2 and all(map(checks.is_integer, f)) for f in filters
     ):
@@ -63,22 +221,7 @@ def config_from_options(config_class, options, source="options", size_limits=Non
             f"pairs, got {checks.shown(filters)}"
         )
     try:
-        config = config_class(
-            filters=filters,
-            char_embedding_dim=get("char_cnn.embedding.dim"),
-            n_highway=get("char_cnn.n_highway"),
-            activation=get("char_cnn.activation"),
-            projection_dim=get("lstm.projection_dim"),
-            lstm_dim=get("lstm.dim"),
-            n_lstm_layers=get("lstm.n_layers", 2),
-            cell_clip=get("lstm.cell_clip", None),
-            proj_clip=get("lstm.proj_clip", None),
-            use_skip_connections=get("lstm.use_skip_connections", True),
-            max_characters_per_token=get(
-                "char_cnn.max_characters_per_token", characters.MAX_CHARS_PER_TOKEN
-            ),
-            n_characters=get("char_cnn.n_characters", characters.NUM_CHAR_IDS),
-        )
+        config = config_class(**values)
         config.check_size(size_limits)
     except OptionsError as e:
         if not hasattr(e, "from_source"):
@@ -87,21 +230,37 @@ def config_from_options(config_class, options, source="options", size_limits=Non
     return config
 
 
-# The keys the options format defines in its model sections. Other keys stay accepted (official
-# files carry bilm-tf's training settings beside them), except one a typo away from a defined
-# key: "cel_clip" silently meant "no cell clipping" and outputs 1e-3 off.
-KNOWN_KEYS = {
-    "lstm": ("cell_clip", "dim", "n_layers", "proj_clip", "projection_dim", "use_skip_connections"),
-    "char_cnn": (
-        "activation",
-        "embedding",
-        "filters",
-        "max_characters_per_token",
-        "n_characters",
-        "n_highway",
-    ),
-    "char_cnn.embedding": ("dim",),
-}
+def _value(options, field, source):
+    """The value of ``field`` in ``options``, its default if the file leaves it out."""
+    node = options
+    parts = field.key.split(".")
+    for i, part in enumerate(parts):
+        if not isinstance(node, dict):
+            parent = ".".join(parts[:i])
+            raise OptionsError(
+                f"{source}: '{parent}' must be a JSON object, got {checks.shown(node)}"
+            )
+        if part not in node:
+            if field.default is REQUIRED:
+                raise OptionsError(f"{source}: missing key '{field.key}'")
+            return field.default
+        node = node[part]
+    return node
+
+
+def to_options(config):
+    """The options.json dict of ``config`` (every field; a clip of ``None`` left out)."""
+    options = {}
+    for field in FIELDS:
+        value = getattr(config, field.attribute)
+        if value is None:
+            continue
+        *sections, name = field.key.split(".")
+        node = options
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[name] = field.written(value)
+    return options
 
 
 def _check_key_spelling(options, source):
@@ -117,7 +276,8 @@ def _check_key_spelling(options, source):
                 continue
             close = checks.closest(key, known)
             if close:
+                typo = checks.shown(key, 60, quote=False)
                 raise OptionsError(
-                    f"{source}: '{section}.{key[:60]}' is not a key of the options format; "
+                    f"{source}: '{section}.{typo}' is not a key of the options format; "
                     f"did you mean '{section}.{close}'? (misspelt, it would be ignored)"
                 )

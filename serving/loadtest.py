@@ -141,11 +141,6 @@ def load_sentences(args):
     return sentences, source
 
 
-# --------------------------------------------------------------------------------------------
-# Shared with benchmarks/rest_frontends.py (which imports this file): stdlib only.
-# --------------------------------------------------------------------------------------------
-
-
 class ServeProcess(ServerProcess):
     """``elmo-tf serve`` on 127.0.0.1 with an ephemeral port, stopped by SIGTERM on exit."""
 

@@ -15,9 +15,6 @@ import pathlib
 import shutil
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# One gate layout in every test (and in every process a test starts), not a per-process
-# autotune of each new shape; the layout's own tests (test_lstm_layout.py) set it themselves.
-os.environ["ELMO_TF_LSTM_LAYOUT"] = "fused"
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -9,6 +9,7 @@ import pytest
 from conftest import FIXTURES, TINY
 
 import elmo_tf
+from elmo_tf import options_file
 from elmo_tf.config import ElmoConfig, OptionsError
 from elmo_tf.environment import EnvironmentVariableError
 
@@ -50,6 +51,28 @@ def test_training_default_is_the_bundled_models_architecture():
 
     options_file, _ = bundled.default_model_files()
     assert presets.TRAINING_DEFAULT == ElmoConfig.from_file(options_file)
+
+
+def test_every_config_field_is_one_row_of_the_options_table():
+    attributes = [field.attribute for field in options_file.FIELDS]
+    assert sorted(attributes) == sorted(f.name for f in dataclasses.fields(ElmoConfig))
+    keys = [field.key for field in options_file.FIELDS]
+    assert len(set(keys)) == len(keys) == len(attributes)
+    # The typo check knows each key, a nested section as a key of its parent.
+    assert options_file.KNOWN_KEYS["char_cnn"] == (
+        "activation",
+        "embedding",
+        "filters",
+        "max_characters_per_token",
+        "n_characters",
+        "n_highway",
+    )
+    assert options_file.KNOWN_KEYS["char_cnn.embedding"] == ("dim",)
+    options = ElmoConfig.from_file(TINY / "options.json").to_options()
+    for key in keys:
+        node = options
+        for part in key.split("."):
+            node = node[part]  # every key written back
 
 
 def test_unknown_preset():

@@ -1,10 +1,19 @@
-"""The model against AllenNLP's outputs on the tiny random weights (tests/fixtures/tiny)."""
+"""The model against AllenNLP's outputs on the tiny random weights (tests/fixtures/tiny).
+
+Each path a user can get is checked: on TensorFlow, a call runs the per-gate LSTM layout (the
+default), or the fused one where ``ELMO_TF_LSTM_LAYOUT=fused`` pins it, and ``embed`` runs
+calls of fewer than 32 rows (every golden batch) in the small-call graph, traced fused
+(``elmo_tf.layers.lstm_layout``). CI reruns this file on the other backends' loops
+(``elmo_tf.backend.bilstm_path``): JAX's masked scan, PyTorch's eager packed loop.
+"""
 
 import numpy as np
 import pytest
 from numerics import REFERENCE_ATOL_ALLENNLP, assert_reordered, to_numpy
 
 import elmo_tf
+from elmo_tf import backend
+from elmo_tf.layers import lstm_layout
 
 pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
 
@@ -15,19 +24,26 @@ def _batches(meta):
     return list(meta["batches"].items())
 
 
-@pytest.fixture(scope="module")
-def runs(tiny_model, golden):
+@pytest.fixture(scope="module", params=["default", "fused"])
+def runs(request, tiny_model, golden):
+    """Each golden batch through ``bilm`` and the model's call, with the default LSTM layout
+    and with ``fused`` pinned (a layout of TensorFlow's path only)."""
+    if request.param == "fused" and not backend.is_tensorflow():
+        pytest.skip("the LSTM layouts are TensorFlow's; this backend runs a loop of its own")
     meta, _ = golden
     results = {}
-    for batch, names in _batches(meta):
-        sentences = [meta["sentences"][n] for n in names]
-        char_ids = elmo_tf.batch_to_ids(sentences)
-        bilm = tiny_model.bilm(char_ids)
-        results[batch] = (
-            np.stack([to_numpy(a) for a in bilm["activations"]]),
-            to_numpy(bilm["mask"]),
-            {k: to_numpy(v) for k, v in tiny_model(char_ids).items()},
-        )
+    with pytest.MonkeyPatch.context() as mp:
+        if request.param == "fused":
+            mp.setenv(lstm_layout.LAYOUT_VARIABLE, "fused")
+        for batch, names in _batches(meta):
+            sentences = [meta["sentences"][n] for n in names]
+            char_ids = elmo_tf.batch_to_ids(sentences)
+            bilm = tiny_model.bilm(char_ids)
+            results[batch] = (
+                np.stack([to_numpy(a) for a in bilm["activations"]]),
+                to_numpy(bilm["mask"]),
+                {k: to_numpy(v) for k, v in tiny_model(char_ids).items()},
+            )
     return results
 
 
@@ -58,6 +74,22 @@ def test_layers_and_elmo_without_boundaries(runs, golden):
         assert not out["elmo"][~mask].any(), "padded positions must be zero"
         expected_default = out["elmo"].sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
         assert_reordered(out["default"], expected_default)
+
+
+def test_embed_small_calls(tiny_model, golden):
+    """``embed`` of each golden batch (all under ``SMALL_BATCH_ROWS``: the small-call graph)."""
+    meta, arrays = golden
+    for batch, names in _batches(meta):
+        assert len(names) < lstm_layout.SMALL_BATCH_ROWS
+        out = tiny_model.embed([meta["sentences"][n] for n in names])
+        layers = [np.concatenate([out["word_emb"]] * 2, axis=-1)]
+        layers += [out["lstm_outputs1"], out["lstm_outputs2"]]
+        np.testing.assert_allclose(
+            np.stack(layers), arrays[f"{batch}__act"], atol=ATOL, rtol=0, err_msg=batch
+        )
+        np.testing.assert_allclose(
+            out["elmo"], arrays[f"{batch}__elmo"], atol=ATOL, rtol=0, err_msg=batch
+        )
 
 
 def test_stateful_sequence_with_explicit_state(tiny_model, golden):

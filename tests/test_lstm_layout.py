@@ -1,5 +1,5 @@
-"""The LSTM step's gate layout (``elmo_tf.layers.lstm_layout``): chosen per machine, pinned on
-request, the same numbers either way, and a fixed one in exported graphs."""
+"""The LSTM step's gate layout (``elmo_tf.layers.lstm_layout``): per gate by default, fused for
+small calls and in exported graphs, pinned on request, the same numbers either way."""
 
 import numpy as np
 import pytest
@@ -19,13 +19,13 @@ SENTENCES = [["The", "bank", "closed", "."], ["A", "river", "bank"], ["Hello", "
 def traced_layouts(monkeypatch):
     """The layout every trace of ``run_directions`` got, in order."""
     seen = []
-    real = lstm_layout.layout_for
+    real = lstm_layout.current_layout
 
-    def recording(cell):
-        seen.append(real(cell))
+    def recording():
+        seen.append(real())
         return seen[-1]
 
-    monkeypatch.setattr(lstm_layout, "layout_for", recording)
+    monkeypatch.setattr(lstm_layout, "current_layout", recording)
     return seen
 
 
@@ -33,9 +33,8 @@ def _model():
     return elmo_tf.load_pretrained(TINY / "options.json", TINY / "weights.hdf5")
 
 
-@pytest.mark.parametrize("rows", [3, 40])  # a small call runs fused; a large one per gate here
-def test_both_layouts_give_the_same_numbers(monkeypatch, rows):
-    sentences = (SENTENCES * 14)[:rows]
+def test_both_layouts_give_the_same_numbers(monkeypatch):
+    sentences = (SENTENCES * 14)[:40]  # past SMALL_BATCH_ROWS: the pinned layout runs
     outputs = {}
     for layout in lstm_layout.LAYOUTS:
         monkeypatch.setenv(lstm_layout.LAYOUT_VARIABLE, layout)
@@ -54,30 +53,25 @@ def test_a_pinned_layout_is_used_and_a_bad_one_named(monkeypatch, traced_layouts
         _model().embed(SENTENCES * 14)
 
 
-def test_small_calls_run_fused_and_large_ones_autotuned(monkeypatch, traced_layouts):
+def test_by_default_small_calls_run_fused_and_the_others_per_gate(monkeypatch, traced_layouts):
     monkeypatch.delenv(lstm_layout.LAYOUT_VARIABLE, raising=False)
-    tuned = []
-    monkeypatch.setattr(lstm_layout, "autotune", lambda *a: tuned.append(a) or "per_gate")
-    monkeypatch.setattr(lstm_layout, "_chosen", {})
     model = _model()
-    model.embed(SENTENCES)  # 3 rows
-    assert traced_layouts == ["fused"] * len(traced_layouts) and tuned == []
+    model.embed(SENTENCES)  # 3 rows: the small-call graph
+    assert traced_layouts and set(traced_layouts) == {"fused"}
+    traced_layouts.clear()
     model.embed(SENTENCES * 14)  # 42 rows
-    assert traced_layouts[-1] == "per_gate" and len(tuned) == 1
-    _model().embed(SENTENCES * 14)  # another model of the same shape: the choice is cached
-    assert len(tuned) == 1
-
-
-def test_the_autotune_picks_a_layout_and_breaks_ties_for_per_gate(monkeypatch):
-    assert lstm_layout.autotune(32, 16) in lstm_layout.LAYOUTS
-    monkeypatch.setattr(lstm_layout, "TIE", 10.0)  # any difference counts as a tie
-    assert lstm_layout.autotune(32, 16) == "per_gate"
+    assert traced_layouts and set(traced_layouts) == {"per_gate"}
+    traced_layouts.clear()
+    model(elmo_tf.batch_to_ids(SENTENCES))  # a direct call, whatever its rows
+    assert traced_layouts and set(traced_layouts) == {"per_gate"}
+    monkeypatch.setenv(lstm_layout.LAYOUT_VARIABLE, " ")  # blank is unset
+    assert lstm_layout.current_layout() == lstm_layout.DEFAULT_LAYOUT == "per_gate"
 
 
 def test_exported_graphs_get_the_export_layout(monkeypatch, traced_layouts, tmp_path):
     from elmo_tf.export.saved_model import export_saved_model
 
-    monkeypatch.setenv(lstm_layout.LAYOUT_VARIABLE, "per_gate")  # what this machine would run
+    monkeypatch.setenv(lstm_layout.LAYOUT_VARIABLE, "per_gate")  # exports trace fused even so
     model = _model()
     export_saved_model(model, tmp_path / "exported")
     assert traced_layouts and set(traced_layouts) == {lstm_layout.EXPORT_LAYOUT}

@@ -19,7 +19,7 @@ from elmo_tf.export import onnx_triton
 from elmo_tf.export.onnx_export import OPSET
 from elmo_tf.export.tflite_arguments import QUANTIZE_CHOICES, check_arguments
 from elmo_tf.export.versions import version_directory
-from elmo_tf.models.settings import check_settings
+from elmo_tf.models.settings import FINE_TUNE_CHOICES, check_settings
 
 
 def add_parser(subparsers):
@@ -57,7 +57,7 @@ def _add_saved_model_parser(formats):
     )
     parser.add_argument(
         "--trainable",
-        choices=("mix", "all", "none"),
+        choices=FINE_TUNE_CHOICES,
         default="mix",
         help="variables a reusing model fine-tunes (default: the ScalarMix weights)",
     )

@@ -10,8 +10,9 @@ import numpy as np
 from elmo_tf import backend
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import PresetError
-from elmo_tf.models.elmo import FINE_TUNE_CHOICES, ELMo, set_fine_tuning
+from elmo_tf.models.elmo import ELMo, set_fine_tuning
 from elmo_tf.models.outputs import output_keys
+from elmo_tf.models.settings import check_fine_tune
 
 # What the layer reads: whitespace-tokenised sentences (split in the graph: TensorFlow only), or
 # character ids (B, T, 50) as elmo_tf.batch_to_ids makes them (every backend).
@@ -129,9 +130,7 @@ class ElmoLayer(keras.layers.Layer):
             )
         self.output_key = output_key
         self.elmo_config = elmo_config
-        self.fine_tune = fine_tune or elmo_config["trainable"]
-        if self.fine_tune not in FINE_TUNE_CHOICES:
-            raise ValueError(f"fine_tune must be one of {FINE_TUNE_CHOICES}, got {fine_tune!r}")
+        self.fine_tune = check_fine_tune(fine_tune or elmo_config["trainable"])
         self.dropout = elmo_config["dropout"] if dropout is None else dropout
         self.elmo = ELMo(
             config,

@@ -47,10 +47,9 @@ import tensorflow as tf
 
 from elmo_tf import characters
 from elmo_tf.errors import ExportError
-from elmo_tf.models.elmo import FINE_TUNE_CHOICES, fine_tuned_weights
+from elmo_tf.models.elmo import fine_tuned_weights
 from elmo_tf.models.outputs import output_keys
-
-TRAINABLE_CHOICES = FINE_TUNE_CHOICES
+from elmo_tf.models.settings import check_fine_tune
 
 
 def split_sentences(sentences):
@@ -84,8 +83,7 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
     """
 
     def __init__(self, model, trainable="mix", l2_coefficient=0.0):
-        if trainable not in TRAINABLE_CHOICES:
-            raise ValueError(f"trainable must be one of {TRAINABLE_CHOICES}, got {trainable!r}")
+        check_fine_tune(trainable, "trainable")
         if (
             isinstance(l2_coefficient, bool)
             or not isinstance(l2_coefficient, numbers.Real)

@@ -71,9 +71,9 @@ def run_directions(cells, inputs, mask, states, resets=None):
     bounds = tf.concat([offsets, tf.reduce_sum(active, keepdims=True)], axis=0)  # (T + 1,)
     real = tf.range(tf.shape(mask)[0])[None, :] < active[:, None]  # (T, B)
     packed = [tf.boolean_mask(tf.transpose(x, [1, 0, 2]), real) for x in inputs]  # (N, input)
-    # The gate matmuls' layout for this machine (lstm_layout): per gate, the input half is kept
-    # as four (n, D) parts and the step splits nothing.
-    per_gate = lstm_layout.layout_for(cells[0]) == "per_gate"
+    # The gate matmuls' layout (lstm_layout): per gate, the input half is kept as four (n, D)
+    # parts and the step splits nothing.
+    per_gate = lstm_layout.current_layout() == "per_gate"
     recurrent_kernels = [  # sliced once, not per step
         cell.gate_recurrent_kernels() if per_gate else cell.recurrent_kernel for cell in cells
     ]

@@ -14,7 +14,11 @@ from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
 from elmo_tf.models.embedder import Embedder
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.models.outputs import LSTMState, output_keys
-from elmo_tf.models.settings import MAX_OUTPUT_REPRESENTATIONS, check_settings  # noqa: F401
+from elmo_tf.models.settings import (  # noqa: F401
+    MAX_OUTPUT_REPRESENTATIONS,
+    check_fine_tune,
+    check_settings,
+)
 from elmo_tf.weight_file import load_weights as load_weight_file
 
 
@@ -440,15 +444,9 @@ class ELMo(keras.Model):
         return config
 
 
-# What fine-tuning trains (ElmoLayer's fine_tune, an export's trainable): "mix" the ScalarMix
-# weights and gamma of every output representation, "all" every weight, "none" nothing.
-FINE_TUNE_CHOICES = ("mix", "all", "none")
-
-
 def set_fine_tuning(model, fine_tune):
     """Makes ``model``'s weights trainable as ``fine_tune`` says (``FINE_TUNE_CHOICES``)."""
-    if fine_tune not in FINE_TUNE_CHOICES:
-        raise ValueError(f"fine_tune must be one of {FINE_TUNE_CHOICES}, got {fine_tune!r}")
+    check_fine_tune(fine_tune)
     model.trainable = fine_tune != "none"
     model.character_encoder.trainable = fine_tune == "all"
     model.bilstm.trainable = fine_tune == "all"
@@ -456,8 +454,7 @@ def set_fine_tuning(model, fine_tune):
 
 def fine_tuned_weights(model, fine_tune):
     """The weights ``fine_tune`` trains, in ``model.weights`` order."""
-    if fine_tune not in FINE_TUNE_CHOICES:
-        raise ValueError(f"fine_tune must be one of {FINE_TUNE_CHOICES}, got {fine_tune!r}")
+    check_fine_tune(fine_tune)
     if fine_tune == "all":
         return list(model.weights)
     if fine_tune == "mix":

@@ -7,6 +7,10 @@ from elmo_tf import checks
 # is a ScalarMix and an output, and a .keras file's config can ask for any number.
 MAX_OUTPUT_REPRESENTATIONS = 64
 
+# What fine-tuning trains (ElmoLayer's fine_tune, an export's trainable): "mix" the ScalarMix
+# weights and gamma of every output representation, "all" every weight, "none" nothing.
+FINE_TUNE_CHOICES = ("mix", "all", "none")
+
 
 def check_settings(num_output_representations=1, do_layer_norm=False, l2_coefficient=0.0,
                    dropout=0.0):  # fmt: skip
@@ -22,3 +26,9 @@ def check_settings(num_output_representations=1, do_layer_norm=False, l2_coeffic
     checks.boolean("do_layer_norm", do_layer_norm)
     checks.number("l2_coefficient", l2_coefficient, minimum=0)
     checks.number("dropout", dropout, minimum=0, below=1)
+
+
+def check_fine_tune(fine_tune, name="fine_tune"):
+    """``fine_tune`` if it is one of ``FINE_TUNE_CHOICES``, else a ValueError naming ``name``
+    (``trainable`` for an export)."""
+    return checks.one_of(name, fine_tune, FINE_TUNE_CHOICES)

@@ -24,7 +24,8 @@ import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend
 
 import grpc
 
-from elmo_tf.serving.errors import ServingError, clip, invalid_argument
+from elmo_tf.checks import shown
+from elmo_tf.serving.errors import ServingError, invalid_argument
 
 # The most bytes one call to the decompressor makes: what a body may grow by between checks.
 PIECE_BYTES = 64 * 1024
@@ -47,7 +48,7 @@ class BodyDecoder:
         if len(codings) > 1 or (codings and codings[0] not in CODINGS):
             raise ServingError(
                 grpc.StatusCode.INVALID_ARGUMENT,
-                f"Content-Encoding '{clip(header)}' is not supported: send the body as {TAKEN}",
+                f"Content-Encoding {shown(header)} is not supported: send the body as {TAKEN}",
                 http_status=415,
             )
         self.coding = codings[0] if codings else None

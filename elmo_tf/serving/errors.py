@@ -1,15 +1,18 @@
 """``ServingError``: a failed request, with its gRPC status code and its REST status.
 
 An error message is one line, and every string a client sent that it quotes (a model,
-signature, input or output name, a ``metadata_field``, a URL path) goes through ``clip``: at
-most ``CLIENT_TEXT_CHARS`` characters of it, then ``...`` and its length, with line breaks
-and other unprintable characters escaped. A message is also cut at ``MAX_MESSAGE_CHARS``: a
-gRPC status travels in HTTP/2 trailers, and one of 100 KB breaks the stream.
+signature, input or output name, a ``metadata_field``, a URL path) goes through
+``elmo_tf.checks.shown``: at most ``SHOWN_CHARS`` characters of it, then ``...`` and its
+length, with line breaks and other unprintable characters escaped. A message is also cut at
+``MAX_MESSAGE_CHARS``: a gRPC status travels in HTTP/2 trailers, and one of 100 KB breaks the
+stream.
 """
 
 import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
 
 import grpc
+
+from elmo_tf.checks import shown
 
 # REST status of each gRPC code, as TF Serving's HTTP front end maps them.
 HTTP_STATUS = {
@@ -22,19 +25,7 @@ HTTP_STATUS = {
     grpc.StatusCode.UNAVAILABLE: 503,
     grpc.StatusCode.DEADLINE_EXCEEDED: 504,
 }
-CLIENT_TEXT_CHARS = 100
 MAX_MESSAGE_CHARS = 2000
-
-
-def clip(text, limit=CLIENT_TEXT_CHARS):
-    """A client's string ``text`` as an error message quotes it: on one line (unprintable
-    characters escaped as ``repr`` escapes them), and cut to ``limit`` characters followed by
-    ``... (N characters)`` when it is longer."""
-    text = str(text)
-    shown = text[:limit]
-    if not shown.isprintable():
-        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
-    return shown if len(text) <= limit else f"{shown}... ({len(text)} characters)"
 
 
 class ServingError(Exception):
@@ -48,7 +39,7 @@ class ServingError(Exception):
 
     def __init__(self, code, message, http_status=None):
         message = " ".join(str(message).splitlines())
-        if len(message) > MAX_MESSAGE_CHARS:  # a safety net: clip() bounds what clients send
+        if len(message) > MAX_MESSAGE_CHARS:  # a safety net: shown() bounds what clients send
             message = f"{message[:MAX_MESSAGE_CHARS]}..."
         super().__init__(message)
         self.code = code
@@ -76,6 +67,6 @@ def version_label_not_found(name, label):
     """NOT_FOUND (404) for a request naming a version label: this server has none (gRPC's
     ``version_label``, REST's ``/labels/LABEL``)."""
     return not_found(
-        f"version label '{clip(label)}' of model '{clip(name)}' not found (this server has no "
+        f"version label {shown(label)} of model {shown(name)} not found (this server has no "
         "version labels)"
     )

@@ -22,7 +22,8 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from elmo_tf.serving.errors import ServingError, clip, invalid_argument, version_label_not_found
+from elmo_tf.checks import shown
+from elmo_tf.serving.errors import ServingError, invalid_argument, version_label_not_found
 from elmo_tf.serving.tensors import from_tensor_proto, to_tensor_proto
 
 log = logging.getLogger("serving")
@@ -88,8 +89,7 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
         for field in request.metadata_field:
             if field != SIGNATURE_DEF_FIELD:
                 raise invalid_argument(
-                    f"metadata_field '{clip(field)}' is not supported "
-                    f"(only '{SIGNATURE_DEF_FIELD}')"
+                    f"metadata_field {shown(field)} is not supported (only '{SIGNATURE_DEF_FIELD}')"
                 )
         served, signature_defs = self.server.metadata(name, version)
         response = get_model_metadata_pb2.GetModelMetadataResponse()

@@ -36,11 +36,11 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus
 
+from elmo_tf.checks import shown
 from elmo_tf.export.saved_model_warmup import WARMUP_FILE, read_warmup_requests
 from elmo_tf.export.versions import MAX_VERSION, versions_in
 from elmo_tf.serving.errors import (
     ServingError,
-    clip,
     invalid_argument,
     not_found,
     resource_exhausted,
@@ -90,7 +90,7 @@ class Servable:
         spec = self.specs.get(key)
         if spec is None:
             raise not_found(
-                f"signature '{clip(key)}' not found in model '{self.name}' version {self.version} "
+                f"signature {shown(key)} not found in model '{self.name}' version {self.version} "
                 f"(signatures: {', '.join(sorted(self.specs))})"
             )
         return spec

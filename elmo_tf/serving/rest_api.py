@@ -51,11 +51,11 @@ import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend
 import numpy as np
 from aiohttp import web
 
+from elmo_tf.checks import shown
 from elmo_tf.serving import rest_protocol
 from elmo_tf.serving.content_coding import BodyDecoder
 from elmo_tf.serving.errors import (
     ServingError,
-    clip,
     invalid_argument,
     resource_exhausted,
     unavailable,
@@ -222,7 +222,7 @@ class RestServer:
         if transfer is not None and transfer.strip().lower() != "chunked":
             raise ServingError(
                 rest_protocol.UNIMPLEMENTED,
-                f"Transfer-Encoding '{clip(transfer)}' is not supported: send the body with a "
+                f"Transfer-Encoding {shown(transfer)} is not supported: send the body with a "
                 "Content-Length or as chunks (Transfer-Encoding: chunked), compressed with "
                 "Content-Encoding: gzip if you like",
             )
@@ -482,8 +482,10 @@ class _Connection(web.RequestHandler):
             log.error("error handling a request", exc_info=exc)
             text = "internal error; see the server log"
         else:
-            text = clip(
-                " ".join(str(message or getattr(exc, "message", "") or status).split()), 200
+            text = shown(
+                " ".join(str(message or getattr(exc, "message", "") or status).split()),
+                200,
+                quote=False,
             )
         response = web.json_response({"error": text}, status=status)
         response.force_close()

@@ -44,10 +44,10 @@ import grpc
 from google.protobuf import json_format
 from tensorflow_serving.apis import get_model_metadata_pb2, get_model_status_pb2
 
+from elmo_tf.checks import shown
 from elmo_tf.export.versions import parse_version
 from elmo_tf.serving.errors import (
     ServingError,
-    clip,
     invalid_argument,
     not_found,
     resource_exhausted,
@@ -89,18 +89,18 @@ def route(method, path):
     if method in ("GET", "HEAD"):
         match = GET_PATH.fullmatch(path)
         if match is None:
-            raise not_found(f"Malformed request: {method} {clip(path)}")
+            raise not_found(f"Malformed request: {method} {shown(path, quote=False)}")
         kind = "metadata" if match["metadata"] else "status"
         return Route(kind, match["name"], _version(match), match["label"])
     if method == "POST":
         match = POST_PATH.fullmatch(path)
         if match is None:
-            raise not_found(f"Malformed request: POST {clip(path)}")
+            raise not_found(f"Malformed request: POST {shown(path, quote=False)}")
         if match["method"] != "predict":
-            raise ServingError(UNIMPLEMENTED, f"method '{clip(match['method'])}' is not served")
+            raise ServingError(UNIMPLEMENTED, f"method {shown(match['method'])} is not served")
         return Route("predict", match["name"], _version(match), match["label"])
     raise ServingError(
-        UNIMPLEMENTED, f"Unsupported method ({clip(method)!r}): the REST API takes GET, HEAD, POST"
+        UNIMPLEMENTED, f"Unsupported method ({shown(method)}): the REST API takes GET, HEAD, POST"
     )
 
 
@@ -112,7 +112,7 @@ def _version(match):
     version = parse_version(text)
     if version is None:
         raise invalid_argument(
-            f"version '{clip(text)}' in the URL is not a version: at most 2**63 - 1 (int64)"
+            f"version {shown(text)} in the URL is not a version: at most 2**63 - 1 (int64)"
         )
     return version
 
@@ -259,7 +259,7 @@ def parse_json_body(data):
         raise invalid_argument("the body's JSON is nested too deeply") from None
     except _DuplicateKey as e:
         raise invalid_argument(
-            f"the body gives the key '{clip(e.key)}' twice in one object; give each key once"
+            f"the body gives the key {shown(e.key)} twice in one object; give each key once"
         ) from None
     except ValueError as e:  # an integer of more than sys.get_int_max_str_digits() digits
         raise invalid_argument(f"the body's JSON has a value out of range: {e}") from None

@@ -13,10 +13,11 @@ import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend
 
 import grpc
 
+from elmo_tf.checks import shown
 from elmo_tf.errors import ListenError
 from elmo_tf.serving import grpc_api
 from elmo_tf.serving.addresses import cannot_listen
-from elmo_tf.serving.errors import clip, not_found
+from elmo_tf.serving.errors import not_found
 from elmo_tf.serving.model_manager import ModelManager
 from elmo_tf.serving.options import BatchingOptions, ServerOptions  # noqa: F401 (re-exported)
 from elmo_tf.serving.rest_api import RestServer
@@ -155,8 +156,10 @@ class ModelServer:
 
     def _check_name(self, name, version):
         if name != self.options.model_name:
-            wanted = "Latest" if version is None else f"Specific({clip(name)}, {version})"
-            raise not_found(f"Servable not found for request: {wanted}: no model '{clip(name)}'")
+            wanted = (
+                "Latest" if version is None else f"Specific({shown(name, quote=False)}, {version})"
+            )
+            raise not_found(f"Servable not found for request: {wanted}: no model {shown(name)}")
 
 
 def _host(host):

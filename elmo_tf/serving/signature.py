@@ -20,7 +20,8 @@ import grpc
 from tensorflow.core.framework import types_pb2
 
 from elmo_tf.characters import NUM_CHAR_IDS, split_tokens
-from elmo_tf.serving.errors import ServingError, clip, invalid_argument
+from elmo_tf.checks import shown
+from elmo_tf.serving.errors import ServingError, invalid_argument
 from elmo_tf.serving.tensors import dtype_name
 
 # The inputs of the ``tokens`` signature (elmo_tf.export.saved_model_module).
@@ -84,7 +85,7 @@ class SignatureSpec:
         unknown = [a for a in output_filter if a not in self.outputs]
         if unknown:
             raise invalid_argument(
-                f"output '{clip(unknown[0])}' is not an output of signature '{self.name}' "
+                f"output {shown(unknown[0])} is not an output of signature '{self.name}' "
                 f"(outputs: {', '.join(sorted(self.outputs))})"
             )
         return list(dict.fromkeys(output_filter)) or sorted(self.outputs)
@@ -95,7 +96,7 @@ class SignatureSpec:
             if alias not in self.inputs:
                 hint = self._tokens_hint() if alias in TOKENS_INPUTS else ""
                 raise invalid_argument(
-                    f"input '{clip(alias)}' is not an input of signature '{self.name}' "
+                    f"input {shown(alias)} is not an input of signature '{self.name}' "
                     f"(inputs: {self._expected()}){hint}"
                 )
         for alias in self.inputs:
