@@ -9,8 +9,13 @@
 import sys
 import time
 
-from elmo_tf.cli.common import CommandError, check_output_path, require_extra
-from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
+from elmo_tf.cli.common import CommandError, check_output_directory, require_extra
+from elmo_tf.cli.model_flags import (
+    add_model_arguments,
+    check_model,
+    check_model_and_output,
+    load_model,
+)
 from elmo_tf.export.tflite_arguments import QUANTIZE_CHOICES, check_arguments
 from elmo_tf.export.versions import version_directory
 from elmo_tf.models.settings import check_settings
@@ -102,8 +107,10 @@ def run_saved_model(args):
         check_settings(l2_coefficient=args.l2_coefficient, dropout=args.dropout)
     except ValueError as e:
         raise CommandError(e) from None
-    check_model(args)  # before TensorFlow: names, files, the options
-    version_directory(args.outdir, args.version)  # fail before the slow part
+    # before TensorFlow: names, files, the options; a writable OUTDIR, none of the model's
+    # files (a version is a new directory: nothing there is replaced)
+    check_output_directory(args.outdir, check_model(args))
+    version_directory(args.outdir, args.version)
     from elmo_tf.export.saved_model import export_saved_model  # lazy: starts TensorFlow
 
     start = time.monotonic()
@@ -121,8 +128,8 @@ def run_tflite(args):
         check_arguments(args.batch_size, args.max_length, args.quantize)
     except ValueError as e:
         raise CommandError(str(e)) from None
-    check_output_path(args.outfile, [], "a .tflite file name")
-    check_model(args)  # before TensorFlow: names, files, the options
+    # before TensorFlow: names, files, the options, and an OUTFILE none of the model's files
+    check_model_and_output(args, args.outfile, "a .tflite file name", "OUTFILE")
     from elmo_tf.export.tflite import export_tflite  # lazy: starts TensorFlow
 
     start = time.monotonic()
