@@ -127,7 +127,9 @@ def add_parser(subparsers):
     option("--keep-checkpoints", int, "checkpoints kept")
     option("--log-every", int, "steps between TensorBoard summaries")
     option("--seed", int, "seed of initialisation, shuffling, dropout and sampling")
-    train.add_argument("--logdir", metavar="DIR", help="TensorBoard logs (default DIR/logs)")
+    train.add_argument(
+        "--logdir", metavar="DIR", help='TensorBoard logs (default DIR/logs; "": none)'
+    )
     train.add_argument(
         "--devices", type=int, metavar="N", help="replicas: N GPUs, or N logical CPU devices"
     )

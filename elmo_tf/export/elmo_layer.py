@@ -8,6 +8,7 @@ import numpy as np
 
 from elmo_tf import backend
 from elmo_tf.config import ElmoConfig
+from elmo_tf.models.char_ids import check_char_ids, host_char_ids, is_host_array
 from elmo_tf.models.elmo import FINE_TUNE_CHOICES, ELMo, set_fine_tuning
 from elmo_tf.models.outputs import output_keys
 
@@ -121,9 +122,15 @@ class ElmoLayer(keras.layers.Layer):
             )
         self.output_key = output_key
         self.elmo_config = elmo_config
-        self.fine_tune = fine_tune or elmo_config["trainable"]
-        if self.fine_tune not in FINE_TUNE_CHOICES:
+        # Both are checked, whichever is used: an unknown value is never ignored.
+        if fine_tune is not None and fine_tune not in FINE_TUNE_CHOICES:
             raise ValueError(f"fine_tune must be one of {FINE_TUNE_CHOICES}, got {fine_tune!r}")
+        if elmo_config["trainable"] not in FINE_TUNE_CHOICES:
+            raise ValueError(
+                f"the elmo_config's trainable must be one of {FINE_TUNE_CHOICES}, got "
+                f"{elmo_config['trainable']!r}"
+            )
+        self.fine_tune = elmo_config["trainable"] if fine_tune is None else fine_tune
         self.dropout = elmo_config["dropout"] if dropout is None else dropout
         self.elmo = ELMo(
             config,
@@ -189,6 +196,11 @@ class ElmoLayer(keras.layers.Layer):
         self.built = True
 
     def __call__(self, inputs, *args, **kwargs):
+        if self.inputs == "char_ids":
+            # checked as given, before Keras converts them (JAX narrows int64 to int32)
+            inputs = host_char_ids(inputs)
+            if is_host_array(inputs):
+                check_char_ids(inputs, self.elmo.config)
         # Keras passes only tensors positionally: make Python and NumPy strings one.
         if self.inputs == "sentences" and (
             isinstance(inputs, (list, tuple))

@@ -61,7 +61,13 @@ READ_FILES = {
 def run_files(path):
     """The paths of the files read from the run directory ``path`` (or the directory of the
     ``ckpt-N`` prefix ``path``): ``READ_FILES`` and the ``ckpt-N`` files, those present."""
-    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        directory = path
+    elif re.fullmatch(r"ckpt-\d+", os.path.basename(path)):  # a checkpoint's prefix
+        directory = os.path.dirname(os.path.abspath(path))
+    else:
+        return []
     try:
         names = sorted(os.listdir(directory))
     except OSError:  # missing, or not a directory: the readers name it
