@@ -328,6 +328,21 @@ def test_over_long_lines_are_cut_short_and_named():
     ]
 
 
+@pytest.mark.parametrize("bound", [10, 70_000])  # below and above the 64 KiB read chunk
+def test_numbered_lines_hold_the_byte_bound_at_its_edge(bound):
+    """Exactly the bound is a line; one byte more (and up to twice the bound, in one read) is
+    cut short and named: the job's reader is ``elmo-tf embed``'s."""
+    from test_text_lines import _edge_lines
+
+    lines, expected = _edge_lines(bound)
+    readable = _Readable("x", b"\n".join(lines))
+    got = list(pipeline.NumberedLines(max_line_bytes=bound).process(readable))
+    too_long = f"is longer than {bound:,} bytes (max_line_bytes)"
+    assert got == [
+        ("x", line.number, line.data, too_long if line.too_long else None) for line in expected
+    ]
+
+
 def test_decode_line_dead_letters():
     decode = pipeline.DecodeLine(max_tokens_per_line=2)
     assert list(decode.process(("f", 0, b"a  b", None))) == [(("f", 0), ["a", "b"])]
