@@ -100,11 +100,12 @@ def check_not_input(output, inputs, error, advice="choose another output name"):
     ``output`` is one of the files ``inputs`` (through a link or a hard link too), or lies
     inside one of them that is a directory (every file below it is read: a later run would
     read this output as input). ``advice`` ends the message."""
+    inputs = list(inputs)
     for path in inputs:
-        if not os.path.isdir(path):
-            if same_file(output, path):
-                raise error(f"{output}: is an input file; {advice}")
-        elif same_file(output, path) or inside(output, path):
+        if same_file(output, path) and not os.path.isdir(path):
+            raise error(f"{output}: is an input file; {advice}")
+    for path in inputs:
+        if os.path.isdir(path) and (same_file(output, path) or inside(output, path)):
             where = "is" if same_file(output, path) else "is inside"
             raise error(
                 f"{output}: {where} the input directory {path}, whose every file is read "

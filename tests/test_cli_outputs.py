@@ -10,6 +10,7 @@ copy, never the package's bundled model or a shared fixture.
 import io
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -335,3 +336,21 @@ def test_an_output_on_a_read_only_filesystem_is_refused_before_tensorflow(argv, 
     assert done.returncode == 1, done.stderr[-2000:]
     (line,) = done.stderr.splitlines()
     assert f"cannot write to {tmp_path / 'ro'} (Read-only file system)" in line, line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["tflite", "saved-model"])
+def test_an_export_never_writes_over_a_cached_model(
+    model_mirror, monkeypatch, tmp_path, capsys, fmt
+):
+    """The files of a published model in the cache are the model's inputs too."""
+    from elmo_tf.presets import local_paths
+
+    monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", model_mirror.base_url)
+    monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["download", "small"]) == 0
+    capsys.readouterr()
+    for cached in local_paths("small"):
+        before = pathlib.Path(cached).read_bytes()
+        refused(["export", fmt, cached, "--model", "small"], capsys, f"{cached}: is an input")
+        assert pathlib.Path(cached).read_bytes() == before
