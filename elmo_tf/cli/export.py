@@ -9,7 +9,13 @@
 import sys
 import time
 
-from elmo_tf.cli.common import CommandError, check_output_directory, require_extra
+from elmo_tf import files
+from elmo_tf.cli.common import (
+    CommandError,
+    check_output_directory,
+    check_output_name,
+    require_extra,
+)
 from elmo_tf.cli.model_flags import (
     add_model_arguments,
     check_model,
@@ -107,10 +113,13 @@ def run_saved_model(args):
         check_settings(l2_coefficient=args.l2_coefficient, dropout=args.dropout)
     except ValueError as e:
         raise CommandError(e) from None
-    # before TensorFlow: names, files, the options; a writable OUTDIR, none of the model's
-    # files (a version is a new directory: nothing there is replaced)
-    check_output_directory(args.outdir, check_model(args))
+    # before TensorFlow: names, files, the options; an OUTDIR that is none of the model's
+    # files, a base directory (not a file) with a free version, writable
+    model_files = check_model(args)
+    check_output_name(args.outdir, "OUTDIR", "directory")
+    files.check_not_input(args.outdir, model_files, CommandError)
     version_directory(args.outdir, args.version)
+    check_output_directory(args.outdir, model_files)
     from elmo_tf.export.saved_model import export_saved_model  # lazy: starts TensorFlow
 
     start = time.monotonic()
