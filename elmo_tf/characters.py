@@ -70,7 +70,14 @@ def token_to_ids(token):
             return BOS_CHAR_IDS.copy()
         if token == EOS_TOKEN:
             return EOS_CHAR_IDS.copy()
-        token = token.encode("utf-8")
+        try:
+            token = token.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate: no UTF-8 bytes to map
+            raise ValueError(
+                f"a token must be Unicode text, got {token[:30]!r}, which holds a lone "
+                f"surrogate U+{ord(token[e.start]):04X} at character {e.start + 1} (what "
+                "text decoded with errors='surrogateescape' holds for an undecodable byte)"
+            ) from None
     elif isinstance(token, bytes):
         if token == BOS_TOKEN.encode():
             return BOS_CHAR_IDS.copy()
@@ -146,7 +153,14 @@ def token_lists(sentences):
             f"sentences is one string ({sentences[:30]!r}); pass a list of sentences, each a "
             "list of tokens, e.g. [text.split()]"
         )
-    return [_as_token_list(s, i) for i, s in enumerate(sentences)]
+    try:
+        rows = list(sentences)
+    except TypeError:  # None, a number: nothing to iterate
+        raise TypeError(
+            f"sentences must be a list of sentences, each a list of tokens, got "
+            f"{type(sentences).__name__}"
+        ) from None
+    return [_as_token_list(s, i) for i, s in enumerate(rows)]
 
 
 def _as_token_list(sentence, index):
@@ -155,7 +169,12 @@ def _as_token_list(sentence, index):
             f"sentence {index} is a single string ({sentence[:30]!r}); pass a list of tokens, "
             "e.g. sentence.split()"
         )
-    return list(sentence)
+    try:
+        return list(sentence)
+    except TypeError:  # None, a number
+        raise TypeError(
+            f"sentence {index} must be a list of tokens, got {type(sentence).__name__}"
+        ) from None
 
 
 def tokens_to_char_ids(tokens):

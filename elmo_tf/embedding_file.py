@@ -14,10 +14,12 @@ reads these (``elmo-tf embed`` is the command-line front end):
 
   an empty line gives ``n = 0``;
 - ``sentence_to_index``: a ``(1,)`` string dataset holding a JSON object that maps each
-  sentence (its tokens joined by one space) to its line index string; a repeated sentence
-  maps to its last line.
+  sentence to its line index string; a repeated sentence maps to its last line. A sentence
+  given as a line of text (what ``elmo-tf embed`` passes) is keyed as written, without its
+  leading and trailing whitespace, as AllenNLP's command keyed it (``line.strip()``); one
+  given as a token list by its tokens joined by one space.
 
-The sentences are read as a stream (any iterable; ``iter_sentences`` reads a file a line at a
+The sentences are read as a stream (any iterable; ``iter_lines`` reads a file a line at a
 time) and embedded ``WINDOW_LINES`` lines at a time, length-sorted within the window, each batch
 written as it comes: memory follows the window, not the input. Only ``sentence_to_index``, the
 format's JSON of every sentence, grows with the input (its text, a small fraction of the
@@ -38,7 +40,7 @@ from elmo_tf import checks, files
 from elmo_tf.characters import split_tokens
 from elmo_tf.errors import InputFileError, OutputFileError
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
-from elmo_tf.text_lines import MAX_TOKENS_PER_LINE, read_text_lines
+from elmo_tf.text_lines import MAX_TOKENS_PER_LINE, decoded_lines, read_text_lines
 
 LAYER_CHOICES = ("all", "top", "average")
 # Lines embedded (and length-sorted) together: larger windows sort better, smaller ones hold
@@ -74,11 +76,25 @@ def check_max_tokens_per_line(max_tokens, name="max_tokens_per_line"):
 def iter_sentences(path, max_tokens=None):
     """``read_sentences`` as a stream: one token list per line, read as it is needed; a line of
     more than ``max_tokens`` tokens raises ``InputFileError`` naming it (``check_line_lengths``)."""
-    for number, line in enumerate(read_text_lines(path, what="input"), start=1):
-        tokens = split_tokens(line)
-        if max_tokens is not None and len(tokens) > max_tokens:
-            _too_many_tokens(path, number, len(tokens), max_tokens)
-        yield tokens
+    for line in iter_lines(path, max_tokens):
+        yield split_tokens(line)
+
+
+def iter_lines(source, max_tokens=None, name=None):
+    """The lines of UTF-8 text ``source`` as written (``str``, without line ends), read as they
+    are needed: a path, or a binary stream (standard input) that ``name`` names in errors. A line
+    of more than ``max_tokens`` tokens raises ``InputFileError`` naming it."""
+    if isinstance(source, (str, bytes, os.PathLike)):
+        name = os.fspath(source) if name is None else name
+        lines = read_text_lines(source, what="input")
+    else:
+        lines = decoded_lines(source, name or "input", what="input")
+    for number, line in enumerate(lines, start=1):
+        if max_tokens is not None:
+            count = len(split_tokens(line))
+            if count > max_tokens:
+                _too_many_tokens(name, number, count, max_tokens)
+        yield line
 
 
 def layer_stack(outputs, n_lstm_layers):
@@ -117,7 +133,9 @@ def write_embeddings(
 
     Args:
         model: an ``ELMo``.
-        sentences: token lists, any iterable (read as a stream, ``WINDOW_LINES`` at a time).
+        sentences: lines of text (``str``, split on whitespace; ``iter_lines``) or token
+            lists, any iterable (read as a stream, ``WINDOW_LINES`` at a time); the module
+            docstring says how each is keyed in ``sentence_to_index``.
         path: the HDF5 file to write (replaced atomically when complete).
         layers: ``"all"``, ``"top"`` or ``"average"`` (see the module docstring).
         batch_size: sentences per model call.
@@ -191,6 +209,8 @@ def _write(model, sentences, path, layers, batch_size, max_batch_tokens, on_batc
     sentence_to_index = {}
     with files.atomic_path(path) as tmp, h5py.File(tmp, "x") as out:
         for start, window in _windows(sentences):
+            keys = [_index_key(sentence) for sentence in window]
+            window = [split_tokens(s) if isinstance(s, str) else s for s in window]
             batches = model.embed_batches(window, batch_size, max_batch_tokens=max_batch_tokens)
             for indices, outputs in batches:
                 stack = layer_stack(outputs, n_lstm_layers)  # (L + 1, B, T, 2P)
@@ -200,11 +220,20 @@ def _write(model, sentences, path, layers, batch_size, max_batch_tokens, on_batc
                     out.create_dataset(str(start + index), data=vectors.astype(np.float32))
                 if on_batch is not None:
                     on_batch(len(indices), int(lengths.sum()))
-            for offset, tokens in enumerate(window):
-                sentence_to_index[" ".join(tokens)] = str(start + offset)
+            for offset, key in enumerate(keys):
+                sentence_to_index[key] = str(start + offset)
         out.create_dataset(
             "sentence_to_index", data=[json.dumps(sentence_to_index)], dtype=h5py.string_dtype()
         )
+
+
+def _index_key(sentence):
+    """The key of a sentence in ``sentence_to_index``: a line as written without its leading
+    and trailing whitespace (AllenNLP's ``line.strip()``), or a token list's tokens joined by one
+    space."""
+    if isinstance(sentence, str):
+        return sentence.strip()
+    return " ".join(sentence)
 
 
 def _windows(sentences):

@@ -71,7 +71,7 @@ def output_target(path):
     Raises ``OutputFileError`` when ``path`` resolves to a device, a named pipe or a socket.
     """
     path = os.fspath(path)
-    kind = _kind_of(path)  # links followed: /dev/stdout -> /proc/self/fd/1 -> a pipe
+    kind = special_kind(path)  # links followed: /dev/stdout -> /proc/self/fd/1 -> a pipe
     if kind is not None:
         raise OutputFileError(
             f"{path}: is a {kind}, not a regular file; an output is written as a new file "
@@ -80,18 +80,53 @@ def output_target(path):
     return os.path.realpath(path) if os.path.islink(path) else path
 
 
+def same_file(a, b):
+    """Whether ``a`` and ``b`` name one existing file: links followed, hard links included."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either missing, unreadable, or not a path
+        return False
+
+
+def inside(path, directory):
+    """Whether ``path`` lies below ``directory``, both with their links resolved (``path`` need
+    not exist yet)."""
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path != directory and os.path.commonpath([path, directory]) == directory
+
+
+def check_not_input(output, inputs, error, advice="choose another output name"):
+    """Raises ``error`` when writing ``output`` would replace or add to what a command reads:
+    ``output`` is one of the files ``inputs`` (through a link or a hard link too), or lies
+    inside one of them that is a directory (every file below it is read: a later run would
+    read this output as input). ``advice`` ends the message."""
+    inputs = list(inputs)
+    for path in inputs:
+        if same_file(output, path) and not os.path.isdir(path):
+            raise error(f"{output}: is an input file; {advice}")
+    for path in inputs:
+        if os.path.isdir(path) and (same_file(output, path) or inside(output, path)):
+            where = "is" if same_file(output, path) else "is inside"
+            raise error(
+                f"{output}: {where} the input directory {path}, whose every file is read "
+                f"(a later run would read this output as input); {advice}"
+            )
+
+
 def stream_kind(path):
     """``"named pipe"`` or ``"socket"`` when ``path`` (links followed) is one, else ``None``.
 
     A reader that opens one waits for a writer that may never come; files read whole (options,
     weights) refuse them instead.
     """
-    kind = _kind_of(path)
+    kind = special_kind(path)
     return kind if kind in ("named pipe", "socket") else None
 
 
-def _kind_of(path):
-    """What ``path`` (links followed) is when it is not a regular file or a directory."""
+def special_kind(path):
+    """What ``path`` (links followed) is when it is not a regular file or a directory
+    (``"named pipe"``, ``"socket"``, ``"character device"``, ``"block device"``), else
+    ``None`` (a missing path too)."""
     try:
         mode = os.stat(path).st_mode
     except OSError:

@@ -54,13 +54,16 @@ def raw_lines(stream, max_line_bytes=DEFAULT_MAX_LINE_BYTES, chunk_bytes=CHUNK_B
 
     A stream with ``read1`` is read with it (one read of what lies beneath at most), so that
     each line is yielded before a later read fails: a decompressing stream raises at the cut
-    of a file cut short, and a ``read`` of many blocks would drop what it decoded before.
+    of a file cut short, and a ``read`` of many blocks would drop what it decoded before. Each
+    byte is looked at once, whatever the reads return (a pipe may hand over a byte at a time):
+    only the part of the current line within the bound is kept.
     """
     _check_bound(max_line_bytes)
     read = getattr(stream, "read1", stream.read)
     number = 0
-    pending = b""  # the current line so far (a complete one if it ends in "\r": "\n" may follow)
+    pending = bytearray()  # the current line so far, at most max_line_bytes
     skipping = False  # inside a line already reported as too long
+    after_cr = False  # the last line ended in "\r": a "\n" first in the next read ends it too
     start = True
     while True:
         chunk = read(chunk_bytes)
@@ -75,30 +78,26 @@ def raw_lines(stream, max_line_bytes=DEFAULT_MAX_LINE_BYTES, chunk_bytes=CHUNK_B
                 chunk += more
             if chunk.startswith(codecs.BOM_UTF8):
                 chunk = chunk[len(codecs.BOM_UTF8) :]
-        lines = (pending + chunk).splitlines(keepends=True)
-        pending = b"" if not lines or lines[-1].endswith(b"\n") else lines.pop()
-        for line in lines:
-            body = line.rstrip(b"\r\n")
-            if skipping:
-                skipping = False  # the end of the line reported too long
-            elif len(body) > max_line_bytes:
-                yield RawLine(number, body[:max_line_bytes], too_long=True)
-            else:
-                yield RawLine(number, body)
-            number += 1
-        ends_line = pending.endswith(b"\r")
-        if len(pending) - ends_line > max_line_bytes:
-            if not skipping:
-                yield RawLine(number, pending[:max_line_bytes], too_long=True)
-                skipping = True
-            pending = b"\r" if ends_line else b""  # keep "\r", half of a "\r\n"
-    if pending:
-        body = pending.rstrip(b"\r\n")
-        if not skipping:
-            if len(body) > max_line_bytes:
-                yield RawLine(number, body[:max_line_bytes], too_long=True)
-            else:
-                yield RawLine(number, body)
+        if after_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]  # the rest of a "\r\n" split over two reads
+        after_cr = chunk.endswith(b"\r")
+        for piece in chunk.splitlines(keepends=True):
+            body = piece.rstrip(b"\r\n")
+            ended = len(body) < len(piece)
+            if not skipping and len(pending) + len(body) > max_line_bytes:
+                pending += body[: max_line_bytes - len(pending)]
+                yield RawLine(number, bytes(pending), too_long=True)
+                skipping = True  # the rest of the line is never kept
+            elif not skipping:
+                pending += body
+            if ended:
+                if not skipping:
+                    yield RawLine(number, bytes(pending))
+                number += 1
+                pending.clear()
+                skipping = False
+    if pending and not skipping:
+        yield RawLine(number, bytes(pending))
 
 
 def line_problem(data):

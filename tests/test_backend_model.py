@@ -6,6 +6,7 @@ Every check here holds on each backend by itself; test_backends.py compares the 
 """
 
 import json
+import zipfile
 
 import keras
 import numpy as np
@@ -177,3 +178,194 @@ def test_elmo_layer_from_a_model_directory_on_every_backend():
     assert_same(to_numpy(layer(ids)), _called(_model(), SENTENCES[:2])["elmo"])
     with pytest.raises(elmo_tf.errors.PresetError, match="no SavedModel .* did you mean 'sotu'"):
         elmo_tf.ElmoLayer("sotuu", inputs="char_ids")
+
+
+# --------------------------------------------------------------------------- direct calls
+
+
+@pytest.mark.parametrize("bad", [2**32 + 73, 2**40, 2**31 + 5, 2**63 - 1])
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "float64"])
+def test_an_id_past_32_bits_is_refused_as_given_never_wrapped(bad, dtype):
+    """Checked before any conversion (JAX made int64 int32 first: 2**32 + 73 embedded as 73,
+    2**40 as padding), and named as the caller wrote it (it was printed as 4.29497e+09)."""
+    if dtype == "float64" and bad > 2**53:
+        bad = 2**53 + 2  # a float64 holds it exactly
+    model = _model()
+    layer = elmo_tf.ElmoLayer.from_model(model, output_key="elmo")
+    ids = elmo_tf.batch_to_ids([["a", "b"]]).astype(dtype)
+    ids[0, 1, 3] = bad
+    message = rf"from 0 to 261 \(elmo_tf.batch_to_ids makes them\), got {bad}$"
+    for call in (model, layer):
+        for given in (ids, ids.tolist(), {"char_ids": ids}):
+            if call is layer and isinstance(given, dict):
+                continue
+            with pytest.raises(ValueError, match=message):
+                call(given)
+
+
+def test_ids_as_a_list_are_ids_and_text_is_refused():
+    model = _model()
+    ids = elmo_tf.batch_to_ids(SENTENCES)
+    assert_same(to_numpy(model(ids.tolist())["elmo"]), to_numpy(model(ids)["elmo"]))
+    for text in (ids.astype(str), ids.astype(bytes), ids.astype(object)):
+        with pytest.raises(ValueError, match="must be integer character ids .*, got"):
+            model(text)
+    with pytest.raises(ValueError, match="got a ragged nested list"):
+        model([[[1] * 50], [[1] * 50, [1] * 50]])
+    with pytest.raises(ValueError, match=r"must be whole numbers .*, got 2\.5$"):
+        model(np.where(ids > 0, 2.5, 0.0))
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda m: m.embed(None), TypeError, "sentences must be a list of sentences, each a"),
+        (lambda m: m.embed([None]), TypeError, "sentence 0 must be a list of tokens, got None"),
+        (lambda m: m.embed(5), TypeError, "sentences must be a list of sentences, .*got int"),
+        (
+            lambda m: elmo_tf.ELMo.from_preset(None),
+            TypeError,
+            r"name_or_dir must be a model name \(.*sotu.*\) or a model directory, got NoneType",
+        ),
+        (
+            lambda m: m.embed([["fine", "a\udcffb"]]),
+            ValueError,
+            r"a token must be Unicode text, got 'a\\udcffb', which holds a lone surrogate "
+            "U\\+DCFF at character 2",
+        ),
+        (
+            lambda m: elmo_tf.batch_to_ids([["\ud800"]]),
+            ValueError,
+            "holds a lone surrogate U\\+D800 at character 1",
+        ),
+    ],
+)
+def test_a_wrong_argument_is_named_in_one_line(call, error, message):
+    with pytest.raises(error, match=message) as info:
+        call(_model())
+    assert "\n" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- .keras files
+
+
+def _saved_layer(path, damage=None):
+    """A classifier around ``ElmoLayer`` (tiny model) saved to ``path``; ``damage(layer)``
+    first."""
+    layer = elmo_tf.ElmoLayer.from_model(_model(), output_key="elmo")
+    if damage is not None:
+        damage(layer)
+    inputs = keras.Input(shape=(None, 50), dtype="int32")
+    keras.Model(inputs, layer(inputs)).save(path)
+    return path
+
+
+def _nan_at(variable, index=0):
+    value = np.array(to_numpy(variable.value))
+    value.flat[index] = np.nan
+    variable.assign(value)
+
+
+@pytest.mark.parametrize(
+    "where, path",
+    [
+        # JAX's max-pooling passes over this NaN: the outputs looked finite there
+        (lambda elmo: elmo.character_encoder.cnn.weights[0], "char_cnn/kernel_0"),
+        (lambda elmo: elmo.character_encoder.char_embedding.weights[0], "char_embedding/emb"),
+        (lambda elmo: elmo.bilstm.weights[2], "bilstm/forward_0/projection_kernel"),
+        (lambda elmo: elmo.scalar_mixes[0].gamma, "scalar_mix_0/gamma"),
+    ],
+)
+def test_a_keras_file_with_nan_weights_is_refused_on_load(where, path, tmp_path):
+    saved = _saved_layer(tmp_path / "nan.keras", lambda layer: _nan_at(where(layer.elmo)))
+    with pytest.raises(ValueError, match=f"the saved weight elmo/.*{path}.* holds NaN or inf"):
+        keras.models.load_model(saved)
+    model = _model()
+    _nan_at(where(model))
+    model.save(tmp_path / "elmo.keras")
+    with pytest.raises(ValueError, match=f"{path}.* holds NaN or inf"):
+        keras.models.load_model(tmp_path / "elmo.keras")
+
+
+def test_a_keras_file_with_an_unknown_trainable_is_refused(tmp_path):
+    """The elmo_config's ``trainable`` was ignored when ``fine_tune`` was set (always, in a
+    saved file): an unknown value loaded as whatever fine_tune said."""
+    saved = _saved_layer(tmp_path / "ok.keras")
+    damaged = tmp_path / "trainable.keras"
+    with zipfile.ZipFile(saved) as source, zipfile.ZipFile(damaged, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                (layer,) = [x for x in config["config"]["layers"] if x["class_name"] == "ElmoLayer"]
+                layer["config"]["elmo_config"]["trainable"] = "everything"
+                data = json.dumps(config).encode()
+            target.writestr(item, data)
+    with pytest.raises(ValueError, match="trainable must be one of .*, got 'everything'"):
+        keras.models.load_model(damaged)
+    with pytest.raises(ValueError, match="fine_tune must be one of .*, got 'some'"):
+        elmo_tf.ElmoLayer.from_model(_model(), fine_tune="some")
+
+
+# --------------------------------------------------------------------------- JAX's shapes
+
+
+@pytest.mark.skipif(backend.name() != "jax", reason="the compiled shapes of JAX's embed path")
+def test_jax_compiles_a_few_bucketed_shapes_with_the_unbucketed_numbers(monkeypatch):
+    """One call per sentence of 40 lengths compiles 3 shapes (it compiled one per multiple of
+    8 and kept each: 37.6 s and 270 MB for 40 lengths); a row's values are those of a call of
+    exactly its shape (the padding is masked)."""
+    from elmo_tf.models import compiled_calls
+
+    sentences = [[f"w{i % 7}" for i in range(n)] for n in range(1, 41)]
+    model = _model()
+    one_by_one = [model.embed([s]) for s in sentences]
+    shapes = model.embedder.calls.compiled_shapes()["contextualize"]
+    assert sorted(steps for (rows, steps, _), _lengths in shapes) == [16, 32, 64]
+    assert {rows for (rows, _, _), _lengths in shapes} == {1}
+    together = model.embed(sentences)  # 40 rows, padded to 64
+
+    monkeypatch.setattr(compiled_calls, "position_bucket", lambda n: n)
+    monkeypatch.setattr(compiled_calls, "_power_of_two", lambda n: n)
+    exact = _model()
+    unbucketed = exact.embed(sentences)
+    assert {s[0] for s in exact.embedder.calls.compiled_shapes()["contextualize"]} == {(40, 42, 16)}
+    for key, value in unbucketed.items():
+        assert_reordered(together[key], value, err_msg=key)
+        for i, alone in enumerate(one_by_one):
+            n = len(sentences[i])
+            expected = value[i, :n] if value.ndim == 3 else value[i]
+            got = alone[key][0, :n] if value.ndim == 3 else alone[key][0]
+            assert_reordered(got, expected, err_msg=f"{key} of sentence {i}")
+
+
+@pytest.mark.skipif(backend.name() != "jax", reason="the compiled shapes of JAX's embed path")
+def test_jax_keeps_a_bounded_number_of_compiled_shapes():
+    import jax
+
+    from elmo_tf.models.compiled_calls import CompiledShapes
+
+    made = []
+
+    def compile_one():
+        made.append(jax.jit(lambda values, x: x * values))
+        return made[-1]
+
+    compiled = CompiledShapes(compile_one, max_shapes=2)
+    for n in (1, 2, 3, 1, 3):
+        np.testing.assert_array_equal(compiled(2.0, np.ones(n, np.float32)), np.full(n, 2.0))
+    # 1, 2, 3 compiled; 1 dropped when 3 came, compiled again; 3 reused
+    assert len(made) == 4 and compiled.shapes() == [((1,),), ((3,),)]
+
+
+def test_position_buckets_pad_by_less_than_twice_and_are_few():
+    from elmo_tf.models.compiled_calls import encode_bucket, position_bucket
+
+    assert [position_bucket(n) for n in (1, 16, 17, 32, 33, 64, 65, 129)] == [
+        16, 16, 32, 32, 64, 64, 128, 256,
+    ]  # fmt: skip
+    assert len({position_bucket(n) for n in range(1, 10_003)}) == 11
+    assert all(n <= position_bucket(n) < 2 * n or n <= 16 for n in range(1, 10_003))
+    assert [encode_bucket(n) for n in (1, 16, 17, 64, 65, 256, 257, 512)] == [
+        16, 16, 64, 64, 256, 256, 512, 512,
+    ]  # fmt: skip

@@ -19,6 +19,7 @@ import pytest
 from numerics import assert_reordered
 
 from elmo_tf.beam import ElmoModelHandler, ElmoSavedModelHandler, pipeline, records
+from elmo_tf.cli import beam as beam_command
 from elmo_tf.cli.beam import run_job as run_beam_job
 from elmo_tf.cli.main import main as elmo_tf_main
 from elmo_tf.embedding_file import layer_stack, select_layers
@@ -327,6 +328,21 @@ def test_over_long_lines_are_cut_short_and_named():
     ]
 
 
+@pytest.mark.parametrize("bound", [10, 70_000])  # below and above the 64 KiB read chunk
+def test_numbered_lines_hold_the_byte_bound_at_its_edge(bound):
+    """Exactly the bound is a line; one byte more (and up to twice the bound, in one read) is
+    cut short and named: the job's reader is ``elmo-tf embed``'s."""
+    from test_text_lines import _edge_lines
+
+    lines, expected = _edge_lines(bound)
+    readable = _Readable("x", b"\n".join(lines))
+    got = list(pipeline.NumberedLines(max_line_bytes=bound).process(readable))
+    too_long = f"is longer than {bound:,} bytes (max_line_bytes)"
+    assert got == [
+        ("x", line.number, line.data, too_long if line.too_long else None) for line in expected
+    ]
+
+
 def test_decode_line_dead_letters():
     decode = pipeline.DecodeLine(max_tokens_per_line=2)
     assert list(decode.process(("f", 0, b"a  b", None))) == [(("f", 0), ["a", "b"])]
@@ -372,20 +388,41 @@ def test_gzip_input_is_decompressed(tmp_path):
         (["--max-token-per-line=9"], "did you mean '--max-tokens-per-line'?"),
         (["stray"], "unexpected argument 'stray'"),
         (["-runner=DirectRunner"], "unknown option -runner=DirectRunner: Beam's pipeline opt"),
+        # every number bounded, every runner named, before the job (they were tracebacks)
+        (["--runner=NoSuchRunner"], "--runner NoSuchRunner: Unexpected pipeline runner"),
+        (["--runner=no.such.Runner"], "--runner no.such.Runner: No module named 'no'"),
+        (["--direct_num_workers=-1"], "to {max_workers}, got -1"),
+        (["--direct_num_workers={too_many}"], "to {max_workers}, got {too_many}"),
+        (["--num-shards", "10001"], "--num-shards must be an integer from 0 to 10000"),
+        # names that name no file
+        (["--output", ""], "--output is empty; name the file prefix to write"),
+        (["--output", "-"], "--output is '-': elmo-tf writes no output to standard output"),
+        (["--input", "-"], "--input is '-': this command reads no standard input"),
+        # a glob that matches the job's own outputs: an earlier job's records read as text
+        (
+            ["--input", "{tmp}/*", "--output", "{tmp}/a"],
+            "--output {tmp}/a: the input {tmp}/a-00000-of-00001.parquet is named as this "
+            "job's outputs are ({tmp}/a-*)",
+        ),
     ],
 )
 def test_user_errors_exit_1_before_the_job(argv, message, corpus, tmp_path, capsys):
     (tmp_path / "a_file").write_text("not a directory", encoding="utf-8")
-    argv = [a.format(tmp=tmp_path) for a in argv]
+    (tmp_path / "a-00000-of-00001.parquet").write_bytes(b"PAR1 an earlier job's records")
+    workers = beam_command.MAX_LOCAL_WORKERS_PER_CORE * (os.cpu_count() or 1)
+    values = {"tmp": tmp_path, "max_workers": workers, "too_many": workers + 1}
+    argv = [a.format(**values) for a in argv]
+    message = message.format(**values)
     if "--input" not in argv:
         argv = ["--input", str(corpus / "*.txt"), *argv]
     if "--output" not in argv:
         argv += ["--output", str(tmp_path / "out")]
-    status = elmo_tf_main(["beam", *argv, *RUNNER])
+    runner = [a for a in RUNNER if a.split("=")[0] not in {b.split("=")[0] for b in argv}]
+    status = elmo_tf_main(["beam", *argv, *runner])
     assert status == 1
     (err,) = capsys.readouterr().err.strip().splitlines()  # one line, before the job
     assert err.startswith("elmo-tf beam: error: ") and message in err
-    assert os.listdir(tmp_path) == ["a_file"]
+    assert sorted(os.listdir(tmp_path)) == ["a-00000-of-00001.parquet", "a_file"]
 
 
 def test_elmo_tf_beam_subcommand(tmp_path, capsys):
@@ -404,8 +441,6 @@ def test_elmo_tf_beam_subcommand(tmp_path, capsys):
 def test_every_flag_reaches_the_model_handler(kind, tiny_files, saved_model_dir, corpus):
     """What the command line is told arrives in the handler the workers run (a flag dropped on
     the way would pass silently otherwise)."""
-    from elmo_tf.cli import beam as beam_command
-
     options, weights = tiny_files
     model = (
         ["--options", str(options), "--weights", str(weights)]

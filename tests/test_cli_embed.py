@@ -96,13 +96,26 @@ def test_average_writes_mean_of_layers(embedded, expected):
 
 
 def test_sentence_to_index(embedded):
+    # Each line as written, only its leading and trailing whitespace dropped: the key of
+    # AllenNLP's command (line.strip()), which README promises ("the sentence as written").
     for data in embedded.values():
         assert data["sentence_to_index"].shape == (1,)
         assert json.loads(data["sentence_to_index"][0]) == {
-            "The cat sat on the mat .": "0",
+            "The  cat sat on the mat .": "0",
             "": "1",
             "Zürich café 中文 😀": "2",
         }
+
+
+def test_sentence_to_index_of_token_lists_joins_them_by_one_space(tmp_path, tiny_model):
+    from elmo_tf.embedding_file import write_embeddings
+
+    path = tmp_path / "out.hdf5"
+    write_embeddings(tiny_model, [["a", "b"], " a\u3000b  c\t"], path)
+    with h5py.File(path) as f:
+        index = json.loads(f["sentence_to_index"].asstr()[0])
+        assert index == {"a b": "0", "a\u3000b  c": "1"}
+        assert f["1"].shape == (3, 3, TWO_P)  # the line split on every whitespace
 
 
 def test_default_format_is_all(tmp_path, input_file, tiny_files):

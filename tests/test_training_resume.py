@@ -9,14 +9,22 @@ starts from zero, and never overwrites or deletes a checkpoint it did not restor
 import json
 import os
 import shutil
+import threading
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import special_file
 from test_training import ARCH, FAST, checkpoint_values, make_corpus, make_trainer, options
 
 from elmo_tf.cli.main import main
-from elmo_tf.errors import CheckpointError, ElmoError, OptionsError, TrainingPlanError
+from elmo_tf.errors import (
+    CheckpointError,
+    ElmoError,
+    OptionsError,
+    TrainingPlanError,
+    VocabularyError,
+)
 from elmo_tf.training import checkpoints
 from elmo_tf.training.plan import plan_training
 from elmo_tf.training.trainer import Trainer
@@ -365,3 +373,87 @@ def test_evaluate_and_dump_weights_name_a_damaged_newest_checkpoint(run):
     truncate(run / f"ckpt-6.{DATA}")
     with pytest.raises(CheckpointError, match=rf"ckpt-6: cannot restore \(ckpt-6.{DATA} truncated"):
         checkpoints.restore_language_model(run)
+
+
+class _WriterForAReader:
+    """Opens ``fifo`` for writing and closes it at once, in a thread: a reader that opens the
+    pipe gets an empty file instead of waiting forever, so a regressed check fails the test
+    (with another message) rather than hang it. ``close()`` releases the thread when no
+    reader came, as it should be."""
+
+    def __init__(self, fifo):
+        self.fifo = fifo
+        self.thread = threading.Thread(target=self._write, daemon=True)
+        self.thread.start()
+
+    def _write(self):
+        with open(self.fifo, "wb"):
+            pass
+
+    def close(self):
+        if self.thread.is_alive():  # no reader opened the pipe: open one to let it finish
+            reader = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
+            self.thread.join(timeout=30)
+            os.close(reader)
+        return not self.thread.is_alive()
+
+
+@pytest.mark.parametrize(
+    "name, what",
+    [
+        (f"ckpt-6.{DATA}", "checkpoint file"),
+        ("ckpt-6.index", "checkpoint file"),
+        ("ckpt-2.index", "checkpoint file"),  # an older one: read when the newer fail
+        ("vocab.txt", "vocabulary file"),
+        ("checkpoint", "checkpoint state file"),
+        ("training_options.json", "training options file"),
+    ],
+)
+@pytest.mark.parametrize("command", ["train --resume", "evaluate", "dump-weights"])
+def test_a_named_pipe_in_a_run_directory_is_refused_at_once(
+    run, tmp_path, capsys, name, what, command
+):
+    """Every file a command reads from a run directory is checked before anything opens it:
+    a named pipe there (it made train --resume and evaluate wait forever) is one line."""
+    (run / name).unlink()
+    os.mkfifo(run / name)
+    before = sorted(os.listdir(run))
+    heldout = make_corpus(tmp_path / "heldout.txt", n=4)
+    argv = {
+        "train --resume": ["train", "--checkpoint-dir", run, "--resume", "--max-steps", 8],
+        "evaluate": ["evaluate", run, heldout],
+        "dump-weights": ["dump-weights", run, tmp_path / "dump"],
+    }[command]
+    writer = _WriterForAReader(run / name)
+    try:
+        status = main([str(a) for a in argv])
+    finally:
+        assert writer.close(), "the pipe's writer is still waiting"
+    err = capsys.readouterr().err
+    assert status == 1
+    assert err == f"elmo-tf {argv[0]}: error: {run / name}: is a named pipe, not a {what}\n"
+    assert sorted(os.listdir(run)) == before and not (tmp_path / "dump").exists()
+
+
+@pytest.mark.parametrize("kind", ["socket", "link to a fifo", "null device"])
+def test_any_special_file_in_a_run_directory_is_refused(run, kind):
+    path = run / "vocab.txt"
+    path.unlink()
+    if kind == "link to a fifo":
+        os.symlink(special_file(run / "elsewhere", "fifo"), path)
+        kind = "named pipe"
+    else:
+        special_file(path, kind)
+        kind = "character device" if kind == "null device" else kind
+    with pytest.raises(CheckpointError, match=f"vocab.txt: is a {kind}, not a vocabulary file"):
+        plan_training(run, resume=True)
+    with pytest.raises(CheckpointError, match=f"vocab.txt: is a {kind}, not a vocabulary file"):
+        checkpoints.restore_language_model(run)
+
+
+def test_a_named_pipe_given_as_vocabulary_is_refused(run, tmp_path):
+    fifo = tmp_path / "vocab.txt"
+    os.mkfifo(fifo)
+    corpus = json.loads((run / "training_options.json").read_text())["corpus"]["files"]
+    with pytest.raises(VocabularyError, match="vocab.txt: is a named pipe, not a vocabulary"):
+        plan_training(tmp_path / "new", corpus, vocab=str(fifo))

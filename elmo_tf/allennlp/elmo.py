@@ -11,7 +11,8 @@ from elmo_tf import presets
 from elmo_tf.allennlp import checkpoint_layout
 from elmo_tf.characters import BOS_CHAR_IDS, EOS_CHAR_IDS, batch_to_ids
 from elmo_tf.config import ElmoConfig
-from elmo_tf.models.elmo import ELMo, _check_char_ids
+from elmo_tf.models.char_ids import check_char_ids
+from elmo_tf.models.elmo import ELMo
 from elmo_tf.models.outputs import LSTMState
 from elmo_tf.weight_file import load_weights
 
@@ -154,7 +155,7 @@ class Elmo(torch.nn.Module):
             )
         leading = tuple(char_ids.shape[:-2])
         char_ids = char_ids.reshape(-1, *char_ids.shape[-2:])
-        _check_char_ids(char_ids, self._config)
+        check_char_ids(char_ids.detach().cpu().numpy(), self._config)
         words = self._word_ids(word_inputs, char_ids.shape[:2])
 
         parameter = next(self.parameters())

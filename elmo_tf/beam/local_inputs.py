@@ -14,7 +14,9 @@ def is_local(pattern):
 
 def check_local_inputs(patterns):
     """Raises ``InputFileError`` for a local pattern that matches nothing, or whose matches
-    include something that is not a readable file; other filesystems' patterns are Beam's."""
+    include something that is not a readable file; other filesystems' patterns are Beam's.
+    Returns the local matches."""
+    found = []
     for pattern in patterns:
         if not is_local(pattern):
             continue
@@ -28,6 +30,8 @@ def check_local_inputs(patterns):
             raise InputFileError(
                 f"{pattern}: matches what is not a readable text file: {', '.join(bad[:3])}{more}"
             )
+        found += matches
+    return found
 
 
 def _problem(path):

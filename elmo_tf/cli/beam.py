@@ -23,12 +23,17 @@ import sys
 
 from elmo_tf import beam, checks, native_logs, text_lines
 from elmo_tf.beam.local_inputs import check_local_inputs
-from elmo_tf.cli.common import CommandError, check_output_prefix, require_extra
+from elmo_tf.cli.common import CommandError, check_input_name, check_output_prefix, require_extra
 from elmo_tf.cli.model_flags import add_model_arguments, model_source
 from elmo_tf.errors import InputFileError
 from elmo_tf.models.length_batches import DEFAULT_MAX_BATCH_TOKENS
 
 LAYER_CHOICES = ("all", "top", "average")  # elmo_tf.embedding_file's, without TensorFlow
+# Output shards at most: each is a file, and Beam opens a writer per shard.
+MAX_NUM_SHARDS = 10_000
+# Local worker processes (--direct_num_workers) at most, per core: each imports TensorFlow and
+# loads the model, and more than the cores only share them.
+MAX_LOCAL_WORKERS_PER_CORE = 4
 
 
 def add_parser(subparsers):
@@ -95,7 +100,7 @@ def build_parser(prog="elmo-tf beam"):
         type=int,
         default=0,
         metavar="N",
-        help="output shards (default 0: the runner decides)",
+        help=f"output shards, at most {MAX_NUM_SHARDS:,} (default 0: the runner decides)",
     )
     parser.add_argument(
         "--max-tokens-per-line",
@@ -143,18 +148,60 @@ def check_flags(args):
                  "inner_batch_size"):  # fmt: skip
         if getattr(args, name) < 1:
             raise CommandError(f"{_flag(name)} must be at least 1, got {getattr(args, name)}")
-    for name in ("max_batch_tokens", "num_shards"):
-        if getattr(args, name) < 0:
-            raise CommandError(f"{_flag(name)} must be 0 or more, got {getattr(args, name)}")
+    if args.max_batch_tokens < 0:
+        raise CommandError(f"--max-batch-tokens must be 0 or more, got {args.max_batch_tokens}")
+    checks.integer("--num-shards", args.num_shards, 0, MAX_NUM_SHARDS, error=CommandError)
     if args.min_batch_size > args.max_batch_size:
         raise CommandError("--min-batch-size is larger than --max-batch-size")
+    for pattern in args.input:
+        check_input_name(pattern, "--input")
     source = model_source(args)
-    for path in (source.options, source.weights):
-        if path is not None and "://" not in path and not os.path.isfile(path):
-            raise InputFileError(f"{path}: file not found")
-    check_local_inputs(args.input)  # before Beam and TensorFlow start
-    check_output_prefix(args.output)
+    model_files = []
+    for flag, path in (("--options", source.options), ("--weights", source.weights)):
+        if path is not None:
+            check_input_name(path, flag)
+            if "://" not in path and not os.path.isfile(path):
+                raise InputFileError(f"{path}: file not found")
+            model_files.append(path)
+    if source.model is not None and os.path.isdir(source.model):  # a model directory's files
+        model_files += [os.path.join(source.model, name) for name in os.listdir(source.model)]
+    matches = check_local_inputs(args.input)  # before Beam and TensorFlow start
+    # No file the job reads may be named as its outputs are: it would read an earlier job's
+    # records as text, or replace its own input.
+    check_output_prefix(args.output, [*matches, *model_files])
     return source
+
+
+def check_local_workers(options):
+    """``CommandError`` for a ``--direct_num_workers`` (local runs) outside 0 (one per core)
+    to ``MAX_LOCAL_WORKERS_PER_CORE`` per core, before any worker starts."""
+    from apache_beam.options.pipeline_options import DirectOptions  # lazy: the [beam] extra
+
+    cores = os.cpu_count() or 1
+    maximum = MAX_LOCAL_WORKERS_PER_CORE * cores
+    workers = options.view_as(DirectOptions).direct_num_workers
+    checks.integer(
+        f"--direct_num_workers (0: one per core; at most {MAX_LOCAL_WORKERS_PER_CORE} per core, "
+        f"{cores} here)",
+        workers,
+        0,
+        maximum,
+        error=CommandError,
+    )
+
+
+def make_pipeline(options):
+    """The ``apache_beam.Pipeline`` of ``options``; a ``--runner`` that names no runner (or one
+    whose extra is missing) is ``CommandError`` in Beam's words, before any work."""
+    # lazy: the [beam] extra
+    import apache_beam
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    try:
+        return apache_beam.Pipeline(options=options)
+    except (ValueError, ImportError, AttributeError) as e:
+        runner = options.view_as(StandardOptions).runner
+        raise CommandError(f"--runner {runner}: {' '.join(str(e).split())}") from None
 
 
 def model_handler(args, source):
@@ -263,16 +310,15 @@ def run_job(argv=None, prog="elmo-tf beam"):
     require_extra("beam")
     source = check_flags(args)
     with quiet_beam_logs(args.verbose):
-        import apache_beam  # lazy: the [beam] extra
-
         from elmo_tf.beam import pipeline  # lazy: the [beam] extra
 
         options = pipeline_options(beam_args, args.verbose)
         own_flags = [s for a in parser._actions for s in a.option_strings]
         check_beam_arguments(beam_args, options, own_flags)
+        check_local_workers(options)
+        job = make_pipeline(options)
         pipeline.check_inputs(args.input)
         handler = model_handler(args, source)
-        job = apache_beam.Pipeline(options=options)
         pipeline.build_pipeline(
             job,
             handler,

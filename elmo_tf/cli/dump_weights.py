@@ -9,7 +9,8 @@ bilm-tf), ``vocab.txt`` and ``softmax.hdf5`` (``softmax/W`` ``(V, P)``, ``softma
 
 import sys
 
-from elmo_tf.training.run_directory import check_dump_directory, find_checkpoint
+from elmo_tf.cli.common import check_input_name, check_output_directory
+from elmo_tf.training.run_directory import check_dump_directory, find_checkpoint, run_files
 
 
 def add_parser(subparsers):
@@ -39,8 +40,11 @@ def add_parser(subparsers):
 
 def run(args):
     # before TensorFlow: the run and its checkpoint exist, and OUTDIR can take the files
-    find_checkpoint(args.checkpoint)
-    check_dump_directory(args.outdir, args.overwrite)
+    # (writable, none of them a file of the run)
+    check_input_name(args.checkpoint, "CHECKPOINT", what="run directory")
+    directory = find_checkpoint(args.checkpoint)[0]
+    check_output_directory(args.outdir)
+    check_dump_directory(args.outdir, args.overwrite, run_files(directory))
     from elmo_tf.training.checkpoints import dump_weights  # lazy: restoring needs TensorFlow
 
     dtype = "float16" if args.softmax_float16 else "float32"

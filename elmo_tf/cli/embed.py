@@ -6,17 +6,18 @@ The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write ar
 
 import os
 import stat
+import sys
 import time
 
 from elmo_tf import extras
-from elmo_tf.cli.common import CommandError, check_input_exists, check_output_path
-from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
+from elmo_tf.cli.common import STANDARD_INPUT, CommandError, check_input_exists, check_output_path
+from elmo_tf.cli.model_flags import add_model_arguments, check_model_and_output, load_model
 from elmo_tf.cli.progress import Progress
 from elmo_tf.cpu_threads import configure_threads
 from elmo_tf.embedding_file import (
     LAYER_CHOICES,
     check_max_tokens_per_line,
-    iter_sentences,
+    iter_lines,
     write_embeddings,
 )
 from elmo_tf.models import length_batches
@@ -36,7 +37,9 @@ def add_parser(subparsers):
             "former 'elmo' command."
         ),
     )
-    parser.add_argument("input", metavar="INPUT", help="UTF-8 text file, one sentence per line")
+    parser.add_argument(
+        "input", metavar="INPUT", help="UTF-8 text, one sentence per line ('-': standard input)"
+    )
     parser.add_argument("output", metavar="OUTPUT", help="HDF5 file to write (replaced if present)")
     add_model_arguments(parser)
     parser.add_argument(
@@ -107,15 +110,17 @@ def run(args):
     if args.onnx is not None:
         model_files = _check_onnx_flags(args)
     check_input_exists(args.input)
+    # the files the model is read from are inputs too
     if args.onnx is None:
-        model_files = check_model(args)  # the files the model is read from are inputs too
-    check_output_path(args.output, [args.input, *model_files], "an HDF5 file name")
+        check_model_and_output(args, args.output, "an HDF5 file name", "OUTPUT", [args.input])
+    else:
+        check_output_path(args.output, [args.input, *model_files], "an HDF5 file name", "OUTPUT")
     # A file is checked whole before the model loads (a bad line found at once, not after
     # everything before it is embedded): one streaming pass, memory bounded by the longest
     # line. A pipe or a device can be read only once: its lines are checked as they come.
     total = None
-    if _is_regular_file(args.input):
-        total = sum(1 for _ in iter_sentences(args.input, args.max_tokens_per_line))
+    if args.input != STANDARD_INPUT and _is_regular_file(args.input):
+        total = sum(1 for _ in iter_lines(args.input, args.max_tokens_per_line))
     setup_started = time.monotonic()
     if args.onnx is not None:
         from elmo_tf.export.onnx import OnnxModel  # lazy: the [onnx] extra, no TensorFlow
@@ -129,7 +134,7 @@ def run(args):
     try:
         write_embeddings(
             model,
-            iter_sentences(args.input, args.max_tokens_per_line),
+            _lines(args.input, args.max_tokens_per_line),
             args.output,
             args.output_format,
             args.batch_size,
@@ -152,6 +157,13 @@ def _check_onnx_flags(args):
     extras.require("onnx", "this command", modules=("onnxruntime",))
     check_input_exists(args.onnx)
     return [args.onnx]
+
+
+def _lines(source, max_tokens):
+    """The lines of INPUT, as written (``embedding_file`` keys ``sentence_to_index`` by them)."""
+    if source == STANDARD_INPUT:
+        return iter_lines(sys.stdin.buffer, max_tokens, name="standard input")
+    return iter_lines(source, max_tokens)
 
 
 def _is_regular_file(path):

@@ -13,8 +13,9 @@ biLM predicts (``elmo_tf.training.unigram``).
 import json
 import math
 
-from elmo_tf.cli.common import CommandError
+from elmo_tf.cli.common import CommandError, check_input_name
 from elmo_tf.training.corpus import read_corpus
+from elmo_tf.training.run_directory import check_run_files
 from elmo_tf.training.unigram import unigram_perplexity
 
 
@@ -60,6 +61,13 @@ def run(args):
         raise CommandError(
             f"--unigram-smoothing must be a finite number >= 0, got {args.unigram_smoothing}"
         )
+    check_input_name(args.model, "MODEL", what="run directory")
+    for label, name in (
+        *(("FILE", f) for f in args.files),
+        *(("--unigram-baseline", f) for f in args.unigram_baseline or ()),
+    ):
+        check_input_name(name, label)
+    check_run_files(args.model)  # before TensorFlow: no file there a reader would wait on
     corpus = read_corpus(args.files, what="held-out")
     train_corpus = None
     if args.unigram_baseline:

@@ -13,8 +13,18 @@ import sys
 import time
 
 from elmo_tf import files
-from elmo_tf.cli.common import CommandError, check_output_path, require_extra
-from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
+from elmo_tf.cli.common import (
+    CommandError,
+    check_output_directory,
+    check_output_name,
+    require_extra,
+)
+from elmo_tf.cli.model_flags import (
+    add_model_arguments,
+    check_model,
+    check_model_and_output,
+    load_model,
+)
 from elmo_tf.export import onnx_triton
 from elmo_tf.export.onnx_export import OPSET
 from elmo_tf.export.tflite_arguments import QUANTIZE_CHOICES, check_arguments
@@ -148,8 +158,13 @@ def run_saved_model(args):
         check_settings(l2_coefficient=args.l2_coefficient, dropout=args.dropout)
     except ValueError as e:
         raise CommandError(e) from None
-    check_model(args)  # before TensorFlow: names, files, the options
-    version_directory(args.outdir, args.version)  # fail before the slow part
+    # before TensorFlow: names, files, the options; an OUTDIR that is none of the model's
+    # files, a base directory (not a file) with a free version, writable
+    model_files = check_model(args)
+    check_output_name(args.outdir, "OUTDIR", "directory")
+    files.check_not_input(args.outdir, model_files, CommandError)
+    version_directory(args.outdir, args.version)
+    check_output_directory(args.outdir, model_files)
     from elmo_tf.export.saved_model import export_saved_model  # lazy: starts TensorFlow
 
     start = time.monotonic()
@@ -174,8 +189,8 @@ def run_tflite(args):
         check_arguments(args.batch_size, args.max_length, args.quantize)
     except ValueError as e:
         raise CommandError(str(e)) from None
-    check_output_path(args.outfile, [], "a .tflite file name")
-    check_model(args)  # before TensorFlow: names, files, the options
+    # before TensorFlow: names, files, the options, and an OUTFILE none of the model's files
+    check_model_and_output(args, args.outfile, "a .tflite file name", "OUTFILE")
     from elmo_tf.export.tflite import export_tflite  # lazy: starts TensorFlow
 
     start = time.monotonic()
@@ -204,9 +219,11 @@ def run_onnx(args):
         onnx_triton.check_max_batch_size(args.triton_max_batch_size, "--triton-max-batch-size")
     except ValueError as e:
         raise CommandError(e) from None
-    model_files = check_model(args)  # before TensorFlow: names, files, the options
+    # before TensorFlow: names, files, the options, an output that is none of the model's files
     if args.outfile is not None:
-        check_output_path(args.outfile, model_files, "an .onnx file name")
+        model_files = check_model_and_output(args, args.outfile, "an .onnx file name", "OUTPUT")
+    else:
+        model_files = check_model(args)
     if args.triton is not None:
         _check_triton_directory(args.triton, model_files)
     from elmo_tf.export.onnx_export import onnx_model  # lazy: starts TensorFlow

@@ -12,7 +12,7 @@ import sys
 import warnings
 
 from elmo_tf import checks
-from elmo_tf.cli.common import CommandError
+from elmo_tf.cli.common import CommandError, check_input_name, check_output_path
 from elmo_tf.presets import published
 from elmo_tf.presets.bundled import BUNDLED_MODELS, DEFAULT_MODEL
 
@@ -89,7 +89,7 @@ def model_source(args):
         return ModelSource(options=options, weights=weights)
     if saved_model is not None:
         return ModelSource(saved_model=saved_model)
-    return ModelSource(model=args.model or DEFAULT_MODEL)
+    return ModelSource(model=DEFAULT_MODEL if args.model is None else args.model)
 
 
 def check_model(args):
@@ -104,6 +104,14 @@ def check_model(args):
     from elmo_tf.presets import cache_entries
 
     source = model_source(args)
+    for flag, value, what in (
+        ("--model", source.model, "model"),
+        ("--options", source.options, "file"),
+        ("--weights", source.weights, "file"),
+        ("--saved-model", source.saved_model, "directory"),
+    ):
+        if value is not None:
+            check_input_name(value, flag, what=what)
     if source.saved_model is not None:
         return []
     if source.options is not None:
@@ -122,6 +130,17 @@ def check_model(args):
             file=sys.stderr,
         )
     return list(presets.local_paths(source.model))
+
+
+def check_model_and_output(args, output, kind, label, inputs=()):
+    """The one check a command that writes a file from a model makes before TensorFlow: the
+    model the flags name (``check_model``), and an ``output`` (``kind`` names what it should
+    be, ``label`` the argument) that can be written and is none of the files read: the
+    model's (its cache entries too, links followed) and the command's other ``inputs``
+    (``common.check_output_path``). Returns the model's files."""
+    model_files = check_model(args)
+    check_output_path(output, [*inputs, *model_files], kind, label)
+    return model_files
 
 
 def load_model(args, step=None, **kwargs):

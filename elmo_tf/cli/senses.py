@@ -9,8 +9,12 @@ learnt about context. Prints a Markdown table (or JSON with ``--json``).
 
 import json
 
-from elmo_tf.cli.common import CommandError
+from elmo_tf import checks
+from elmo_tf.cli.common import CommandError, check_input_name
 from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
+
+# Random-weight twins at most: each builds and runs the whole model over the probe set.
+MAX_RANDOM_SEEDS = 100
 
 
 def add_parser(subparsers):
@@ -35,15 +39,17 @@ def add_parser(subparsers):
         type=int,
         default=3,
         metavar="N",
-        help="random-weight initialisations averaged for the twin (default 3; 0: none)",
+        help="random-weight initialisations averaged for the twin (default 3; 0: none; at most "
+        f"{MAX_RANDOM_SEEDS})",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
 
 def run(args):
-    if args.random_seeds < 0:
-        raise CommandError("--random-seeds must be non-negative")
+    checks.integer("--random-seeds", args.random_seeds, 0, MAX_RANDOM_SEEDS, error=CommandError)
+    if args.examples is not None:
+        check_input_name(args.examples, "--examples")
     check_model(args)  # before TensorFlow: names, files, the options
     # lazy: the command line starts without TensorFlow
     import keras

@@ -26,6 +26,7 @@ import sys
 import time
 
 from elmo_tf import presets
+from elmo_tf.cli.common import check_input_name, check_output_directory
 from elmo_tf.cli.progress import Progress
 from elmo_tf.training import run_directory
 from elmo_tf.training.training_options import DEFAULT_LEARNING_RATES, TrainingOptions
@@ -126,7 +127,9 @@ def add_parser(subparsers):
     option("--keep-checkpoints", int, "checkpoints kept")
     option("--log-every", int, "steps between TensorBoard summaries")
     option("--seed", int, "seed of initialisation, shuffling, dropout and sampling")
-    train.add_argument("--logdir", metavar="DIR", help="TensorBoard logs (default DIR/logs)")
+    train.add_argument(
+        "--logdir", metavar="DIR", help='TensorBoard logs (default DIR/logs; "": none)'
+    )
     train.add_argument(
         "--devices", type=int, metavar="N", help="replicas: N GPUs, or N logical CPU devices"
     )
@@ -150,6 +153,19 @@ def _filters(text):
 
 def run(args):
     from elmo_tf.training import plan  # lazy: after the flags' checks; no TensorFlow yet
+
+    for label, value in (
+        *(("FILE", name) for name in args.files),
+        ("--vocab", args.vocab),
+        ("--options", args.options),
+        *(("--init-from", name) for name in args.init_from or ()),
+    ):
+        if value is not None:
+            check_input_name(value, label)
+    # the run's directory and logs: writable, and outside the corpus's directories
+    check_output_directory(args.checkpoint_dir, label="--checkpoint-dir")
+    if args.logdir:  # "" writes no logs
+        check_output_directory(args.logdir, args.files, label="--logdir")
 
     def given(names):
         return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}

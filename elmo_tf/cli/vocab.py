@@ -8,9 +8,9 @@ sorted by frequency).
 
 import sys
 
-from elmo_tf.cli.common import check_output_path
+from elmo_tf.cli.common import check_input_name, check_output_path
 from elmo_tf.training.corpus import list_files, read_corpus
-from elmo_tf.training.vocabulary import Vocabulary
+from elmo_tf.training.vocabulary import Vocabulary, check_size_arguments
 
 
 def add_parser(subparsers):
@@ -35,8 +35,12 @@ def add_parser(subparsers):
 
 
 def run(args):
+    check_size_arguments(args.min_count, args.max_size, ("--min-count", "--max-size"))
+    for name in args.files:
+        check_input_name(name, "FILE")
     inputs = list_files(args.files)
-    check_output_path(args.output, inputs, "a vocabulary file name")
+    # the files read, and the directories given (every file below them is read)
+    check_output_path(args.output, [*args.files, *inputs], "a vocabulary file name", "--output")
     corpus = read_corpus(inputs)
     vocabulary = Vocabulary.from_counts(
         corpus.counts(), args.min_count, args.max_size, source=args.output

@@ -10,6 +10,7 @@ import numpy as np
 from elmo_tf import backend
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import PresetError
+from elmo_tf.models.char_ids import check_char_ids, host_char_ids, is_host_array
 from elmo_tf.models.elmo import ELMo, set_fine_tuning
 from elmo_tf.models.outputs import output_keys
 from elmo_tf.models.settings import check_fine_tune
@@ -130,7 +131,9 @@ class ElmoLayer(keras.layers.Layer):
             )
         self.output_key = output_key
         self.elmo_config = elmo_config
-        self.fine_tune = check_fine_tune(fine_tune or elmo_config["trainable"])
+        # Both are checked, whichever is used: an unknown value is never ignored.
+        trainable = check_fine_tune(elmo_config["trainable"], "the elmo_config's trainable")
+        self.fine_tune = trainable if fine_tune is None else check_fine_tune(fine_tune)
         self.dropout = elmo_config["dropout"] if dropout is None else dropout
         self.elmo = ELMo(
             config,
@@ -191,6 +194,11 @@ class ElmoLayer(keras.layers.Layer):
         self.built = True
 
     def __call__(self, inputs, *args, **kwargs):
+        if self.inputs == "char_ids":
+            # checked as given, before Keras converts them (JAX narrows int64 to int32)
+            inputs = host_char_ids(inputs)
+            if is_host_array(inputs):
+                check_char_ids(inputs, self.elmo.config)
         # Keras passes only tensors positionally: make Python and NumPy strings one.
         if self.inputs == "sentences" and (
             isinstance(inputs, (list, tuple))

@@ -46,7 +46,13 @@ def version_directory(outdir, version=None):
             f"{outdir}: is a file; OUTDIR is the model's base directory, which holds its "
             "versions OUTDIR/N/"
         )
-    version = next_version(outdir) if version is None else version
+    if version is None:
+        version = next_version(outdir)
+        if version > MAX_VERSION:  # the highest version TF Serving reads is taken
+            raise ExportError(
+                f"{outdir}: holds version {MAX_VERSION:,}, the highest TF Serving reads, so "
+                "there is no next one; give a free version number N (--version N)"
+            )
     if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= MAX_VERSION:
         raise ExportError(f"version must be an integer from 0 to 2**63 - 1, got {version!r}")
     target = os.path.join(outdir, str(version))

@@ -3,10 +3,11 @@
 import keras
 
 from elmo_tf import backend
+from elmo_tf.layers.finite_weights import FiniteWeights
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
-class CharCNN(keras.layers.Layer):
+class CharCNN(FiniteWeights, keras.layers.Layer):
     """A bank of 1-D convolutions, each max-pooled over character positions.
 
     For filter bank ``k`` of width ``w_k``: ``y_k = act(max_t(conv_valid(x, W_k)[t]) + b_k)``

@@ -3,10 +3,11 @@
 import keras
 
 from elmo_tf import characters
+from elmo_tf.layers.finite_weights import FiniteWeights
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
-class CharEmbedding(keras.layers.Layer):
+class CharEmbedding(FiniteWeights, keras.layers.Layer):
     """Maps character ids to dense vectors.
 
     The table has one row per id ``0..num_characters-1``. Row 0 (a padded token position) is

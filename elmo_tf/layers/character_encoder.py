@@ -5,6 +5,7 @@ import keras
 from elmo_tf import characters
 from elmo_tf.layers.char_cnn import CharCNN
 from elmo_tf.layers.char_embedding import CharEmbedding
+from elmo_tf.layers.finite_weights import FiniteDense
 from elmo_tf.layers.highway import Highway
 
 
@@ -63,7 +64,7 @@ class CharacterEncoder(keras.layers.Layer):
         ]
         self.projection = None
         if self.n_filters != projection_dim:
-            self.projection = keras.layers.Dense(
+            self.projection = FiniteDense(
                 projection_dim, dtype=self.dtype_policy, name="projection"
             )
 

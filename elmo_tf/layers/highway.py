@@ -2,9 +2,11 @@
 
 import keras
 
+from elmo_tf.layers.finite_weights import FiniteWeights
+
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
-class Highway(keras.layers.Layer):
+class Highway(FiniteWeights, keras.layers.Layer):
     """One highway layer in bilm-tf's formulation.
 
     ``c = sigmoid(x W_carry + b_carry)``, ``t = relu(x W_transform + b_transform)``,

@@ -2,9 +2,11 @@
 
 import keras
 
+from elmo_tf.layers.finite_weights import FiniteWeights
+
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
-class LSTMCellWithProjection(keras.layers.Layer):
+class LSTMCellWithProjection(FiniteWeights, keras.layers.Layer):
     """An LSTM cell whose output is projected to a smaller size, with clipping.
 
     With ``z = [x, h_prev] W + b`` split into gates ``i, j, f, o`` (bilm-tf / TF1

@@ -2,9 +2,11 @@
 
 import keras
 
+from elmo_tf.layers.finite_weights import FiniteWeights
+
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
-class ScalarMix(keras.layers.Layer):
+class ScalarMix(FiniteWeights, keras.layers.Layer):
     """``gamma * sum_k softmax(w)_k * h_k`` (Peters et al. 2018, eq. 1).
 
     With ``do_layer_norm`` each layer is first normalised with the mean and variance of *all*

@@ -12,14 +12,21 @@ NumPy arrays back:
 TensorFlow: ``tf.function``s with input signatures, traced once for every shape; calls of few
 rows run in a graph of their own traced with the fused LSTM layout (``lstm_layout``). JAX:
 ``jax.jit`` of the model's stateless form (its variables passed in, so a changed weight is
-never a stale constant), on shapes rounded up (rows to a power of two, positions to a
-multiple of 8; the padding is masked) so that a corpus compiles a few shapes, not one per
-batch. PyTorch: eager calls without autograd.
+never a stale constant). XLA compiles one executable per input shape, so every call's shape
+is rounded up to a bucket (rows and framed positions to a power of two, positions at least
+16; tokens to encode to ``encode_bucket``: 16, 64, 256, 512; the
+padding is masked or cut off, so a row's values are those of its unpadded call) and a corpus
+compiles a handful of shapes, not one per sentence length; at most ``JAX_MAX_SHAPES``
+executables are kept per function, the least recently used dropped first.
+PyTorch: eager calls without autograd.
 
 The host side holds float32 whatever the model's compute dtype (NumPy has no bfloat16; a
 half-precision value survives the round trip through float32 exactly): every function casts
 its floating outputs to float32.
 """
+
+import collections
+import threading
 
 import numpy as np
 from keras import ops
@@ -29,8 +36,10 @@ from elmo_tf.layers import lstm_layout
 from elmo_tf.models.outputs import LSTMState
 
 HOST_DTYPE = "float32"
-# Positions of a JAX call are rounded up to a multiple of this (see the module docstring).
-JAX_POSITION_BUCKET = 8
+# The fewest framed positions a JAX call is compiled for (see position_bucket).
+JAX_MIN_POSITIONS = 16
+# Compiled shapes a JAX function keeps (executables of the published model: tens of MB each).
+JAX_MAX_SHAPES = 16
 
 
 def compiled_calls(model):
@@ -120,12 +129,15 @@ class JaxCalls:
         self.model = model
 
         def stateless(function):
-            def run(values, *args):
-                mapping = list(zip(model.variables, values))
-                with keras.StatelessScope(state_mapping=mapping):
-                    return function(*args)
+            def compile_one():  # a jit of its own per shape: dropping it frees its executable
+                def run(values, *args):
+                    mapping = list(zip(model.variables, values))
+                    with keras.StatelessScope(state_mapping=mapping):
+                        return function(*args)
 
-            return jax.jit(run)
+                return jax.jit(run)
+
+            return CompiledShapes(compile_one)
 
         def cast(outputs):
             return _map(lambda t: t.astype(HOST_DTYPE) if _is_float(t) else t, outputs)
@@ -139,9 +151,17 @@ class JaxCalls:
     def _values(self):
         return [v.value for v in self.model.variables]
 
+    def compiled_shapes(self):
+        """``{function: [argument shapes kept compiled]}``, least recently used first."""
+        return {
+            "encode": self._encode.shapes(),
+            "contextualize": self._contextualize.shapes(),
+            "contextualize_stateful": self._contextualize_stateful.shapes(),
+        }
+
     def encode(self, ids):
         rows = len(ids)
-        padded = _pad_rows(ids, _power_of_two(rows))
+        padded = _pad_rows(ids, encode_bucket(rows))
         return np.asarray(self._encode(self._values(), padded))[:rows]
 
     def contextualize(self, embeddings, lengths):
@@ -154,6 +174,35 @@ class JaxCalls:
         cell, hidden = (_pad_rows(s, len(lengths)) for s in (cell, hidden))
         outputs = self._contextualize_stateful(self._values(), embeddings, lengths, cell, hidden)
         return _unpad(_to_host(outputs), rows, steps)
+
+
+class CompiledShapes:
+    """A compiled function per input shape, the ``max_shapes`` most recently used kept.
+
+    ``compile_one()`` makes a fresh ``jax.jit`` function; each shape gets its own, so that the
+    one dropped takes its executable (and JAX's caches keyed by it) along.
+    """
+
+    def __init__(self, compile_one, max_shapes=None):
+        self.compile_one = compile_one
+        self.max_shapes = JAX_MAX_SHAPES if max_shapes is None else max_shapes
+        self.functions = collections.OrderedDict()  # (shape, dtype) of each argument -> jit
+        self._lock = threading.Lock()
+
+    def __call__(self, values, *args):
+        key = tuple((tuple(a.shape), str(a.dtype)) for a in args)
+        with self._lock:
+            function = self.functions.pop(key, None) or self.compile_one()
+            self.functions[key] = function
+            while len(self.functions) > self.max_shapes:
+                _, dropped = self.functions.popitem(last=False)
+                dropped.clear_cache()
+        return function(values, *args)
+
+    def shapes(self):
+        """The argument shapes compiled and kept, least recently used first."""
+        with self._lock:
+            return [tuple(shape for shape, _ in key) for key in self.functions]
 
 
 class TorchCalls:
@@ -186,6 +235,24 @@ def _power_of_two(n):
     return 1 << max(0, int(n) - 1).bit_length()
 
 
+def encode_bucket(n):
+    """The tokens a JAX call of the character encoder on ``n`` tokens is compiled for: 16,
+    64 or 256 (a power of four: its compile takes seconds, and the tokens new to the cache
+    vary from call to call), or the power of two above 256 (a chunk of ``ENCODE_CHUNK``)."""
+    bucket = 16
+    while bucket < n and bucket < 256:
+        bucket *= 4
+    return bucket if bucket >= n else _power_of_two(n)
+
+
+def position_bucket(n):
+    """The framed positions a JAX call of ``n`` is compiled for: the power of two that holds
+    ``n``, at least ``JAX_MIN_POSITIONS``. A compile takes seconds and a masked position
+    costs a step of the LSTMs: sentences of up to 62 tokens compile 3 shapes, up to 10,000
+    tokens 11, each call padded by less than twice its length."""
+    return max(JAX_MIN_POSITIONS, _power_of_two(n))
+
+
 def _pad_rows(array, rows):
     """``array`` with zero rows appended up to ``rows``."""
     array = np.asarray(array)
@@ -197,9 +264,9 @@ def _pad_rows(array, rows):
 
 def _pad_batch(embeddings, lengths):
     """Framed embeddings and lengths padded to a bucketed shape (rows: a power of two; framed
-    positions: a multiple of ``JAX_POSITION_BUCKET``); padded rows have length 0."""
+    positions: ``position_bucket``); padded rows have length 0."""
     rows, framed = embeddings.shape[0], embeddings.shape[1]
-    steps = -(-framed // JAX_POSITION_BUCKET) * JAX_POSITION_BUCKET
+    steps = position_bucket(framed)
     padded = np.zeros((_power_of_two(rows), steps, embeddings.shape[2]), embeddings.dtype)
     padded[:rows, :framed] = embeddings
     return padded, _pad_rows(lengths, len(padded)), rows, framed - 2

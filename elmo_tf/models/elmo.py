@@ -11,6 +11,12 @@ from keras import ops
 from elmo_tf import backend, characters, checks, presets
 from elmo_tf.config import ElmoConfig
 from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
+from elmo_tf.models.char_ids import (
+    check_char_ids,
+    check_char_ids_shape,
+    host_char_ids,
+    is_host_array,
+)
 from elmo_tf.models.embedder import Embedder
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.models.outputs import LSTMState, output_keys
@@ -273,6 +279,16 @@ class ELMo(keras.Model):
             "state": LSTMState(*state),
         }
 
+    def __call__(self, inputs, *args, **kwargs):
+        # Ids given as host values (NumPy, nested lists) are checked as given: Keras converts
+        # them to the backend's tensors before call(), and JAX narrows int64 to int32 there.
+        ids = inputs.get("char_ids") if isinstance(inputs, dict) else inputs
+        host = host_char_ids(ids)
+        if is_host_array(host):
+            check_char_ids(host, self.config)
+            inputs = {**inputs, "char_ids": host} if isinstance(inputs, dict) else host
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(self, inputs, training=None):
         if training is None:
             training = backend.default_training(self)
@@ -283,9 +299,9 @@ class ELMo(keras.Model):
             inputs = inputs["char_ids"]
         # A direct call: say which id is wrong (in a graph, the lookup refuses it).
         if backend.is_concrete(inputs):
-            _check_char_ids(inputs, self.config)
+            check_char_ids(ops.convert_to_numpy(inputs), self.config)
         else:
-            _check_char_ids_shape(getattr(inputs, "shape", None), self.config)
+            check_char_ids_shape(getattr(inputs, "shape", None), self.config)
         with backend.weights_device(self):
             framed, mask, lengths = self.frame(inputs)
             token_embeddings = self.encode_tokens(framed, mask)
@@ -460,48 +476,6 @@ def fine_tuned_weights(model, fine_tune):
     if fine_tune == "mix":
         return [w for mix in model.scalar_mixes for w in mix.weights]
     return []
-
-
-_MAKES_THEM = "(elmo_tf.batch_to_ids makes them)"
-
-
-def _check_char_ids_shape(shape, config):
-    """ValueError unless ``shape`` (where known) is ``(batch, tokens, characters per token)``."""
-    try:
-        rank = len(shape)
-    except (TypeError, ValueError):  # no shape, or a tensor of unknown rank
-        return
-    width = config.max_characters_per_token
-    if rank != 3 or shape[-1] not in (None, width):
-        raise ValueError(
-            f"char_ids must have the shape (batch, tokens, {width}) {_MAKES_THEM}, got shape "
-            f"{tuple(shape)}"
-        )
-
-
-def _check_char_ids(char_ids, config):
-    """ValueError for a shape other than ``(B, T, 50)``, values that are not whole numbers,
-    or a character id outside ``0..n_characters - 1``."""
-    ids = np.asarray(ops.convert_to_numpy(char_ids))
-    _check_char_ids_shape(ids.shape, config)
-    if not (np.issubdtype(ids.dtype, np.integer) or np.issubdtype(ids.dtype, np.floating)):
-        raise ValueError(f"char_ids must be integer character ids {_MAKES_THEM}, got {ids.dtype}")
-    if ids.size == 0:
-        return
-    if np.issubdtype(ids.dtype, np.floating) and not np.all(
-        np.isfinite(ids) & (ids == np.rint(ids))
-    ):
-        bad = ids[~(np.isfinite(ids) & (ids == np.rint(ids)))].flat[0]
-        raise ValueError(
-            f"char_ids must be whole numbers (character ids) {_MAKES_THEM}, got {bad:g}"
-        )
-    low, high = ids.min(), ids.max()
-    if low < 0 or high >= config.n_characters:
-        bad = low if low < 0 else high
-        raise ValueError(
-            f"char_ids must be character ids from 0 to {config.n_characters - 1} {_MAKES_THEM}, "
-            f"got {bad:g}"
-        )
 
 
 def _sequence_mask(lengths, maxlen):

@@ -64,6 +64,12 @@ def preset_files(name_or_dir, download=True):
 
     A bundled or published name means that model, also where a directory of the same name is
     in the working directory (a ``PresetNameWarning`` says so): write ``./NAME`` for it."""
+    if not isinstance(name_or_dir, str | os.PathLike):
+        raise TypeError(
+            f"name_or_dir must be a model name ({', '.join(sorted(bundled.BUNDLED_MODELS))}, "
+            f"{', '.join(published.names())}) or a model directory, got "
+            f"{type(name_or_dir).__name__}"
+        )
     name = os.fspath(name_or_dir)
     if directory := shadowed_directory(name):
         warnings.warn(

@@ -24,6 +24,7 @@ from elmo_tf.training.run_directory import (
     checkpoint_files,
     find_checkpoint,
     read_run,
+    run_files,
 )
 from elmo_tf.training.softmax_file import save_softmax
 from elmo_tf.training.training_options import TrainingOptions
@@ -273,10 +274,10 @@ def dump_weights(checkpoint, outdir, softmax_dtype="float32", overwrite=False):
     """Writes a checkpoint's biLM as official files: ``options.json`` (``n_characters``
     262, the inference value), ``weights.hdf5`` (bilm-tf's layout), ``vocab.txt`` and
     ``softmax.hdf5`` (in ``softmax_dtype``, see :func:`save_softmax`), each replaced
-    atomically; ``outdir`` must hold none of them unless ``overwrite``
-    (``run_directory.check_dump_directory``). Returns ``(outdir, step)``.
+    atomically; ``outdir`` must hold none of them unless ``overwrite``, and none of them may
+    be a file of the run (``run_directory.check_dump_directory``). Returns ``(outdir, step)``.
     """
-    check_dump_directory(outdir, overwrite)
+    check_dump_directory(outdir, overwrite, run_files(find_checkpoint(checkpoint)[0]))
     model, vocabulary, step = restore_language_model(checkpoint)
     os.makedirs(outdir, exist_ok=True)
     config = dataclasses.replace(model.config, n_characters=262)

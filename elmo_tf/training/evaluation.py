@@ -68,6 +68,7 @@ def load_for_evaluation(path):
     ``vocab.txt``, ``softmax.hdf5``). Returns ``(model, vocabulary)``.
     """
     path = os.fspath(path)
+    run_directory.check_run_files(path)
     weights = os.path.join(path, run_directory.WEIGHTS_FILE)
     if os.path.isdir(path) and os.path.exists(weights):
         if run_directory.holds_checkpoints(path):

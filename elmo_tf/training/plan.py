@@ -18,13 +18,14 @@ Example:
 import dataclasses
 import os
 
+from elmo_tf import files as output_files
 from elmo_tf import presets
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import OptionsError, PresetError, TrainingPlanError
 from elmo_tf.training import run_directory
-from elmo_tf.training.corpus import read_corpus
+from elmo_tf.training.corpus import list_files, read_corpus
 from elmo_tf.training.training_options import TrainingOptions
-from elmo_tf.training.vocabulary import Vocabulary
+from elmo_tf.training.vocabulary import Vocabulary, check_size_arguments
 
 # Architecture settings (keys of ``plan_training``'s ``architecture``) and the ElmoConfig
 # field each sets.
@@ -122,6 +123,7 @@ def plan_training(
         raise TrainingPlanError(
             f"{checkpoint_dir}: exists and is not a directory: choose a checkpoint directory"
         )
+    run_directory.check_run_files(checkpoint_dir)  # a named pipe there would hang its reader
     # The checkpoint files, not only the state file: either may be there without the other.
     has_checkpoint = run_directory.holds_checkpoints(checkpoint_dir)
     if resume:
@@ -136,6 +138,12 @@ def plan_training(
         }
         fixed = [name for name, value in model_settings.items() if value is not None]
         return _resume_plan(checkpoint_dir, files, given, fixed, has_checkpoint)
+    if vocab is None:  # the bounds of the vocabulary to build, before the corpus is read
+        check_size_arguments(
+            1 if vocab_min_count is None else vocab_min_count,
+            vocab_max_size,
+            ("vocab_min_count", "vocab_max_size"),
+        )
     if has_checkpoint:
         raise TrainingPlanError(
             f"{checkpoint_dir}: already holds checkpoints; set resume to continue that run, or "
@@ -145,6 +153,10 @@ def plan_training(
         raise TrainingPlanError("no training files given")
 
     training_options = TrainingOptions(**given)
+    read = [vocab, options, *(init_from or ())]
+    if init_from:  # the softmax beside the weights, when there is one
+        read.append(os.path.join(os.path.dirname(init_from[1]), run_directory.SOFTMAX_FILE))
+    check_writes(checkpoint_dir, files, [p for p in read if p])
     config = _architecture(options, preset, init_from, architecture)
     corpus = read_corpus(files)
     vocabulary = _vocabulary(vocab, vocab_min_count, vocab_max_size, corpus)
@@ -162,6 +174,7 @@ def _resume_plan(directory, files, given, fixed, has_checkpoint):
             "state file, but no ckpt-N.index or ckpt-N.data files)"
         )
     saved, config, vocabulary = run_directory.read_run(directory)
+    check_writes(directory, files or saved["corpus"]["files"])
     options = TrainingOptions.from_dict(saved["training"])
     for name, value in given.items():
         if name not in RESUMABLE and value != getattr(options, name):
@@ -185,6 +198,36 @@ def _resume_plan(directory, files, given, fixed, has_checkpoint):
         )
     init_from = tuple(saved["init_from"]) if saved.get("init_from") else None
     return TrainingPlan(config, vocabulary, corpus, options, init_from, resume=True)
+
+
+def check_writes(checkpoint_dir, corpus, read=()):
+    """Raises ``TrainingPlanError`` when the run would write over or into what it reads:
+    ``checkpoint_dir`` is a ``corpus`` directory or lies inside one (every file below it is
+    read: a later run would read its checkpoints as text), or a file the run writes there
+    (``run_directory.WRITTEN_FILES``) is a corpus file or one of the files ``read``
+    (vocabulary, options, weights)."""
+    corpus = list(corpus)
+    directories = [p for p in corpus if os.path.isdir(p)]
+    output_files.check_not_input(
+        checkpoint_dir, directories, TrainingPlanError, "choose another checkpoint_dir"
+    )
+    inputs = [*_expanded(corpus), *read]
+    for name in run_directory.WRITTEN_FILES:
+        output_files.check_not_input(
+            os.path.join(checkpoint_dir, name),
+            inputs,
+            TrainingPlanError,
+            "the run writes it: choose another checkpoint_dir",
+        )
+
+
+def _expanded(corpus):
+    """The files of ``corpus`` as ``read_corpus`` lists them; none when it lists none (that
+    error is ``read_corpus``'s to give, with its words)."""
+    try:
+        return list_files(corpus)
+    except ValueError:
+        return []
 
 
 def _architecture(options, preset, init_from, overrides):

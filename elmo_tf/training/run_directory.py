@@ -25,7 +25,7 @@ damaged or gone (``newest_restorable``).
 import os
 import re
 
-from elmo_tf import untrusted_files
+from elmo_tf import files, untrusted_files
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import CheckpointError, TrainingPlanError
 from elmo_tf.training.training_options import TrainingOptions
@@ -45,12 +45,61 @@ _CHECKPOINT_FILE = re.compile(r"ckpt-(\d+)\.(?:index|data-\d+-of-\d+)")
 
 
 DUMP_FILES = (OPTIONS_FILE, WEIGHTS_FILE, VOCAB_FILE, SOFTMAX_FILE)  # what dump-weights writes
+# The files of fixed name a training run writes into its directory (besides ckpt-N, logs/).
+WRITTEN_FILES = (OPTIONS_FILE, VOCAB_FILE, TRAINING_OPTIONS_FILE, STATE_FILE)
+# Every file of fixed name read from a run's (or a dump's) directory, and what it is.
+READ_FILES = {
+    OPTIONS_FILE: "options file",
+    VOCAB_FILE: "vocabulary file",
+    TRAINING_OPTIONS_FILE: "training options file",
+    STATE_FILE: "checkpoint state file",
+    WEIGHTS_FILE: "weight file",
+    SOFTMAX_FILE: "softmax file",
+}
 
 
-def check_dump_directory(outdir, overwrite=False):
+def run_files(path):
+    """The paths of the files read from the run directory ``path`` (or the directory of the
+    ``ckpt-N`` prefix ``path``): ``READ_FILES`` and the ``ckpt-N`` files, those present."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        directory = path
+    elif re.fullmatch(r"ckpt-\d+", os.path.basename(path)):  # a checkpoint's prefix
+        directory = os.path.dirname(os.path.abspath(path))
+    else:
+        return []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:  # missing, or not a directory: the readers name it
+        return []
+    return [
+        os.path.join(directory, name)
+        for name in names
+        if name in READ_FILES or _CHECKPOINT_FILE.fullmatch(name)
+    ]
+
+
+def check_run_files(path):
+    """Raises ``CheckpointError`` naming the first file of ``run_files(path)`` that is not a
+    regular file (links followed): a named pipe or a socket, whose reader (TensorFlow's
+    among them) would wait for a writer forever, or a device, read without end. Every reader
+    of a run directory calls this before it opens anything there."""
+    for file in run_files(path):
+        if kind := files.special_kind(file):
+            name = os.path.basename(file)
+            what = READ_FILES.get(name, "checkpoint file")
+            raise CheckpointError(f"{file}: is a {kind}, not {_a(what)}")
+
+
+def _a(what):
+    return f"{'an' if what[:1] in 'aeiou' else 'a'} {what}"
+
+
+def check_dump_directory(outdir, overwrite=False, reads=()):
     """Raises ``CheckpointError`` unless ``outdir`` can take a dump (``DUMP_FILES``): a
     directory (or none yet) that is no training run, and holds none of those files unless
-    ``overwrite`` (another model's files are not replaced by surprise)."""
+    ``overwrite`` (another model's files are not replaced by surprise); none of them may be
+    one of the files ``reads`` (the run's, ``run_files``), through a link or a hard link."""
     if os.path.lexists(outdir) and not os.path.isdir(outdir):
         raise CheckpointError(f"{outdir}: exists and is not a directory: choose a directory")
     if holds_checkpoints(outdir) or os.path.lexists(os.path.join(outdir, TRAINING_OPTIONS_FILE)):
@@ -58,6 +107,10 @@ def check_dump_directory(outdir, overwrite=False):
             f"{outdir}: is a training run directory; dump-weights would replace its "
             f"{OPTIONS_FILE} and {VOCAB_FILE} (and evaluate could not tell the dump from its "
             "checkpoints): choose another output directory"
+        )
+    for name in DUMP_FILES:
+        files.check_not_input(
+            os.path.join(outdir, name), reads, CheckpointError, "dump into another directory"
         )
     present = [n for n in DUMP_FILES if os.path.lexists(os.path.join(outdir, n))]
     if present and not overwrite:
@@ -90,6 +143,7 @@ def find_checkpoint(path):
     """``(directory, checkpoint prefix)`` for a checkpoint directory (its ``ckpt-N`` with the
     largest ``N`` that has an index file) or a ``ckpt-N`` prefix."""
     path = os.fspath(path)
+    check_run_files(path)
     if os.path.isdir(path):
         found = checkpoint_files(path)
         numbers = [n for n, entries in found.items() if f"ckpt-{n}.index" in entries]
@@ -154,7 +208,9 @@ def read_run(directory):
     """``(training options, ElmoConfig, Vocabulary)`` of a training directory: its
     ``training_options.json`` (``read_training_options``), ``options.json`` and
     ``vocab.txt``, each error naming its file; a vocabulary of another size than the run's
-    raises ``CheckpointError`` (its checkpoints would not fit it)."""
+    raises ``CheckpointError`` (its checkpoints would not fit it). A file there that is not a
+    regular file raises ``CheckpointError`` before anything is opened (``check_run_files``)."""
+    check_run_files(directory)
     saved = read_training_options(directory)
     config = ElmoConfig.from_file(os.path.join(directory, OPTIONS_FILE))
     vocab_path = os.path.join(directory, VOCAB_FILE)

@@ -3,7 +3,7 @@
 import collections
 import os
 
-from elmo_tf import files
+from elmo_tf import checks, files
 from elmo_tf.errors import VocabularyError
 from elmo_tf.text_lines import read_text_lines
 
@@ -81,8 +81,7 @@ class Vocabulary:
         ``max_size`` caps the number of entries, the three special tokens included. Literal
         ``<S>``/``</S>``/``<UNK>`` tokens in the counts are not listed twice.
         """
-        if min_count < 1:
-            raise VocabularyError(f"{source}: min_count must be at least 1, got {min_count}")
+        check_size_arguments(min_count, max_size)
         kept = [
             (token, n)
             for token, n in counts.items()
@@ -91,10 +90,6 @@ class Vocabulary:
         kept.sort(key=lambda item: (-item[1], item[0]))  # frequency, then a fixed order
         tokens = list(SPECIAL_TOKENS) + [token for token, _ in kept]
         if max_size is not None:
-            if max_size < len(SPECIAL_TOKENS):
-                raise VocabularyError(
-                    f"{source}: max_size must be at least {len(SPECIAL_TOKENS)}, got {max_size}"
-                )
             tokens = tokens[:max_size]
         return cls(tokens, source=source)
 
@@ -106,6 +101,8 @@ class Vocabulary:
         entries do not make a vocabulary raises ``VocabularyError``.
         """
         path = os.fspath(path)
+        if kind := files.special_kind(path):  # read whole: a pipe's reader would wait forever
+            raise VocabularyError(f"{path}: is a {kind}, not a vocabulary file")
         # bilm-tf strips each line; blank lines (a trailing newline) carry no token.
         tokens = [line.strip() for line in read_text_lines(path, what="vocabulary")]
         tokens = [t for t in tokens if t]
@@ -116,6 +113,15 @@ class Vocabulary:
     def save(self, path):
         """Writes the vocabulary (one token per line), replacing ``path`` atomically."""
         files.write_text(path, "".join(token + "\n" for token in self.tokens))
+
+
+def check_size_arguments(min_count=1, max_size=None, names=("min_count", "max_size")):
+    """Raises ``VocabularyError`` unless ``min_count`` is an integer >= 1 and ``max_size``
+    ``None`` or an integer that holds the special tokens; ``names`` name the two in the
+    message (the command line passes its flags)."""
+    checks.positive_integer(names[0], min_count, error=VocabularyError)
+    if max_size is not None:
+        checks.integer(names[1], max_size, minimum=len(SPECIAL_TOKENS), error=VocabularyError)
 
 
 def count_tokens(sentences):
