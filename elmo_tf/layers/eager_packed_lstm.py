@@ -3,8 +3,10 @@ path of TensorFlow (``packed_lstm``) in eager PyTorch, whose shapes may change a
 
 Rows are put in order of decreasing length, so at step ``t`` the rows still running are a
 prefix of the batch and the step's matmuls run on that prefix alone; the input half of the
-gates is computed outside the loop, on the real positions alone, one matmul per direction. A
-batch's work is then proportional to its real positions, not to ``batch x longest``. The
+gates is computed outside the loop, on the real positions alone. A batch's work is then
+proportional to its real positions, not to ``batch x longest``. The gate matmuls follow
+``lstm_layout``'s rule (per gate by default: on an AMD EPYC Zen 3 the full shape runs 1.3x as
+fast as fused, a gate's (P, D) block staying in cache where the (P, 4D) kernel does not). The
 kernels are used as they come (transposed views included: the matmuls read them in place, and
 a copy would cost a pass over every weight per call). The maths of a step is the cell's own
 (``LSTMCellWithProjection.step``).
@@ -12,7 +14,7 @@ a copy would cost a pass over every weight per call). The maths of a step is the
 
 import torch
 
-from elmo_tf.layers import masked_lstm
+from elmo_tf.layers import lstm_layout, masked_lstm
 from elmo_tf.layers.masked_lstm import dropout, reverse_within_lengths  # noqa: F401 (the path's)
 
 
@@ -45,21 +47,32 @@ def run_directions(cells, inputs, mask, states, resets=None):
     for running in steps[:num_steps]:
         starts.append(starts[-1] + running)
 
+    per_gate = lstm_layout.current_layout() == "per_gate"
     results = []
     for cell, x, (c, h) in zip(cells, inputs, states):
-        # x W_x + b on the real positions, in time-major order: (N, 4D), one matmul.
+        # x W_x + b on the real positions, in time-major order: (N, 4D), one matmul (or
+        # four (N, D), one per gate).
         real = x[order][:, :num_steps].transpose(0, 1)[time_major]
-        bias = cell.bias.value
-        projected = torch.addmm(bias, real.to(bias.dtype), cell.input_kernel)
-        recurrent = cell.recurrent_kernel
-        c, h = c[order].to(bias.dtype), h[order].to(bias.dtype)
+        dtype = cell.bias.value.dtype
+        if per_gate:
+            projected = [
+                torch.addmm(b, real.to(dtype), k)
+                for k, b in zip(cell.gate_input_kernels(), cell.gate_biases())
+            ]
+            recurrent = cell.gate_recurrent_kernels()
+        else:
+            projected = torch.addmm(cell.bias.value, real.to(dtype), cell.input_kernel)
+            recurrent = cell.recurrent_kernel
+        c, h = c[order].to(dtype), h[order].to(dtype)
         outputs, finished = [], []
         for t in range(num_steps):
             running = steps[t]
             if running < h.shape[0]:  # rows past their last position: their final state
                 finished.append((c[running:], h[running:]))
                 c, h = c[:running], h[:running]
-            h, (c, h) = cell.step(projected[starts[t] : starts[t + 1]], (c, h), recurrent)
+            rows = slice(starts[t], starts[t + 1])
+            step_inputs = [p[rows] for p in projected] if per_gate else projected[rows]
+            h, (c, h) = cell.step(step_inputs, (c, h), recurrent)
             outputs.append(h)
         finished.append((c, h))
         finished.reverse()  # the longest rows first: the sorted order
