@@ -88,6 +88,8 @@ class ElmoLayer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if fine_tune is not None:
+            check_fine_tune(fine_tune)
         if inputs not in INPUT_FORMATS:
             raise ValueError(f"inputs must be one of {INPUT_FORMATS}, got {inputs!r}")
         if inputs == "sentences":
@@ -154,7 +156,7 @@ class ElmoLayer(keras.layers.Layer):
         """An ``ElmoLayer`` holding a copy of ``model`` (an ``ELMo``): its architecture,
         settings and weights; ``fine_tune``, ``inputs`` and further ``Layer`` arguments as
         for the constructor."""
-        elmo_config = model_config(model, fine_tune)
+        elmo_config = model_config(model, check_fine_tune(fine_tune))
         layer = cls(
             output_key=output_key,
             fine_tune=fine_tune,
