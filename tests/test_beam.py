@@ -225,6 +225,7 @@ def keyed_run(handler):
     return keyed.run_inference(batch, keyed.load_model())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signature", [None, "tokens", "default"])
 def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, embedded, monkeypatch):
     """Under KeyedModelHandler, each key gets its sentence's outputs of ``model.embed``."""

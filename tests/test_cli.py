@@ -112,6 +112,7 @@ def test_a_gpu_is_seen_from_its_driver_files(tmp_path, monkeypatch):
         assert native_logs.gpu_present() is expected, made
 
 
+@pytest.mark.slow
 def test_filter_drops_noise_written_to_file_descriptor_2():
     """What C++ writes to fd 2 passes through the filter line by line, in order."""
     script = textwrap.dedent(
@@ -133,6 +134,7 @@ def test_filter_drops_noise_written_to_file_descriptor_2():
     assert done.stderr.splitlines() == KEPT + ["python's own stderr", "after"]
 
 
+@pytest.mark.slow
 def test_output_into_a_closed_pipe_ends_quietly():
     """`elmo-tf client ... | head`: once the reader has gone, the command stops without a word,
     with SIGPIPE's status; a broken pipe that is not standard output is still reported."""

@@ -66,6 +66,7 @@ def expected_layers(expected, i):
     return np.stack([np.concatenate([word_emb, word_emb], axis=-1), *lstm])
 
 
+@pytest.mark.slow
 def test_all_writes_every_layer(embedded, expected):
     data = embedded["all"]
     assert set(data) == {"0", "1", "2", "sentence_to_index"}

@@ -171,6 +171,7 @@ def test_standard_input_is_read_only_where_a_command_reads_one_stream(
     assert sorted(os.listdir(tmp_path)) == before
 
 
+@pytest.mark.slow
 def test_embed_reads_standard_input_from_dash(tmp_path, monkeypatch, capsys, model):
     """``embed - OUT`` reads standard input (as ``client -`` does), not a file named ``-``."""
     options, weights = model

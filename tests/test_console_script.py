@@ -85,6 +85,7 @@ def test_every_command_is_listed():
     assert sorted(COMMANDS) == sorted(names.get(m, m) for m in MODULES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_the_console_script_runs_each_command(command, tmp_path):
     assert SCRIPT, "the elmo-tf console script is not installed"

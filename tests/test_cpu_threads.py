@@ -18,6 +18,7 @@ def test_recommended_threads_run_two_directions_side_by_side(cpus, expected):
     assert cpu_threads.recommended_threads(cpus) == expected
 
 
+@pytest.mark.slow
 def test_sets_the_pools_in_a_fresh_process():
     code = (
         "import elmo_tf, tensorflow as tf\n"

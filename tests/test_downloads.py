@@ -295,6 +295,7 @@ def test_two_processes_at_once_download_once(mirror):
     assert len([p for p in _cached_files() if p.endswith(".hdf5")]) == 1
 
 
+@pytest.mark.slow
 def test_cli_download_list_remove_and_model_flag(mirror, tmp_path, capsys):
     assert main(["download", "small"]) == 0
     out = capsys.readouterr().out
@@ -417,6 +418,7 @@ def test_a_download_killed_before_its_file_is_in_place_is_counted_and_removed(mi
     assert os.listdir(directory) == ["notes.hdf5"]
 
 
+@pytest.mark.slow
 def test_a_killed_download_leaves_nothing_for_good(mirror, monkeypatch, capsys):
     """A download killed with SIGKILL leaves its partial body: cache list counts it, and the
     next fetch of the entry removes it."""
@@ -516,6 +518,7 @@ def test_embed_never_writes_over_the_files_it_reads_from_the_cache(mirror, tmp_p
     elmo_tf.ELMo.from_preset("small")  # still checks out
 
 
+@pytest.mark.slow
 def test_a_model_name_that_is_also_a_directory_means_the_model(
     mirror, tmp_path, monkeypatch, capsys, tiny_files
 ):

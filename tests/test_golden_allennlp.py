@@ -47,6 +47,7 @@ def runs(request, tiny_model, golden):
     return results
 
 
+@pytest.mark.slow
 def test_activations_with_sentence_boundaries(runs, golden):
     _, arrays = golden
     for batch, (activations, mask, _) in runs.items():

@@ -109,6 +109,7 @@ def test_embed_keys_shapes_and_mix_of_every_layer(model):
     assert tuple(called) == output_keys(n_layers)
 
 
+@pytest.mark.slow
 def test_every_signature_equals_the_model(model, exported):
     _, loaded = exported
     keys = set(output_keys(_n_layers(model)))
@@ -136,6 +137,7 @@ def test_every_signature_equals_the_model(model, exported):
     assert_reordered_dict(called, expected, keys=sorted(keys))
 
 
+@pytest.mark.slow
 def test_elmo_layer_offers_exactly_the_models_keys(model, exported):
     path, _ = exported
     n_layers = _n_layers(model)
@@ -155,6 +157,7 @@ def test_elmo_layer_offers_exactly_the_models_keys(model, exported):
         elmo_tf.ElmoLayer(path, output_key=missing)
 
 
+@pytest.mark.slow
 def test_tflite_outputs_equal_the_model(model, tmp_path):
     pytest.importorskip("ai_edge_litert")
     from elmo_tf.export.tflite import export_tflite, run_tflite

@@ -33,6 +33,7 @@ def _model():
     return elmo_tf.load_pretrained(TINY / "options.json", TINY / "weights.hdf5")
 
 
+@pytest.mark.slow
 def test_both_layouts_give_the_same_numbers(monkeypatch):
     sentences = (SENTENCES * 14)[:40]  # past SMALL_BATCH_ROWS: the pinned layout runs
     outputs = {}
@@ -68,6 +69,7 @@ def test_by_default_small_calls_run_fused_and_the_others_per_gate(monkeypatch, t
     assert lstm_layout.current_layout() == lstm_layout.DEFAULT_LAYOUT == "per_gate"
 
 
+@pytest.mark.slow
 def test_exported_graphs_get_the_export_layout(monkeypatch, traced_layouts, tmp_path):
     from elmo_tf.export.saved_model import export_saved_model
 

@@ -109,6 +109,7 @@ def test_token_cache_lives_with_the_model(tiny_files):
     assert_same(model.embed(SENTENCES)["elmo"], first["elmo"])
 
 
+@pytest.mark.slow
 def test_token_cache_never_serves_vectors_of_changed_weights(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
     reference = elmo_tf.load_pretrained(*tiny_files)
@@ -133,6 +134,7 @@ def test_token_cache_never_serves_vectors_of_changed_weights(tiny_files):
         assert_same(got["elmo"], want["elmo"], err_msg=name)
 
 
+@pytest.mark.slow
 def test_token_cache_is_shared_by_concurrent_callers(tiny_files):
     import concurrent.futures
 
@@ -146,6 +148,7 @@ def test_token_cache_is_shared_by_concurrent_callers(tiny_files):
     assert len(model.token_cache) == len({t for s in SENTENCES for t in s}) + 2
 
 
+@pytest.mark.slow
 def test_dedupe_changes_nothing(tiny_files):
     plain = elmo_tf.load_pretrained(*tiny_files, dedupe_tokens=False)
     deduped = elmo_tf.load_pretrained(*tiny_files, dedupe_tokens=True)
@@ -154,6 +157,7 @@ def test_dedupe_changes_nothing(tiny_files):
         assert_reordered(a[key], b[key])
 
 
+@pytest.mark.slow
 def test_empty_inputs(tiny_model):
     out = tiny_model.embed([])
     assert out["elmo"].shape == (0, 0, 32) and out["default"].shape == (0, 32)
@@ -176,6 +180,7 @@ def _assert_traced_once(model):
     assert counts[2] == 1 and max(counts[:2]) == 1 and min(counts[:2]) >= 0, counts
 
 
+@pytest.mark.slow
 def test_no_retracing_across_batch_shapes(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
     for batch in ([["a"]], [["a", "b", "c"], ["d"]], SENTENCES, [[]]):
@@ -183,6 +188,7 @@ def test_no_retracing_across_batch_shapes(tiny_files):
     _assert_traced_once(model)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", [-1, -300, 262, 100_000])
 def test_character_ids_out_of_range_are_refused(tiny_model, bad):
     """A negative id is no longer read from the table's end (keras.ops.take's NumPy rule):
@@ -390,6 +396,7 @@ def test_get_config_and_keras_save_round_trip(tiny_model, tmp_path):
     assert_same(restored(ids)["elmo"], tiny_model(ids)["elmo"])
 
 
+@pytest.mark.slow
 @skip_if_onednn_isa_capped
 @pytest.mark.parametrize("policy", MIXED_POLICIES)
 def test_mixed_precision_call_and_embed(tiny_files, policy):

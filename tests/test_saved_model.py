@@ -74,6 +74,7 @@ def test_layout_and_cli(exported, tiny_files, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["4", "5"]
 
 
+@pytest.mark.slow
 @pytest.mark.numerics
 def test_every_signature_equals_the_model(exported, loaded, golden):
     model, _ = exported
@@ -115,6 +116,7 @@ def test_reusable_savedmodel_attributes(exported, loaded):
     assert 0.3 < (training[real] == 0).mean() < 0.7
 
 
+@pytest.mark.slow
 def test_tf1_session_loader_like_tf_serving(exported, golden):
     """TF Serving's C++ loader restores variables the way the TF1 loader does."""
     model, path = exported
@@ -322,6 +324,7 @@ def test_a_keras_config_with_illegal_settings_is_refused_naming_them(exported, k
         elmo_tf.ELMo(elmo_tf.ElmoConfig.from_options(options), do_layer_norm=1)
 
 
+@pytest.mark.slow
 def test_elmo_layer_takes_the_string_inputs_keras_users_pass(exported):
     _, path = exported
     layer = elmo_tf.ElmoLayer(path, output_key="elmo")

@@ -155,6 +155,7 @@ def _predict(stub, sentences, signature="default", **kwargs):
     return stub.Predict(make_request(sentences, signature, **kwargs), timeout=TIMEOUT)
 
 
+@pytest.mark.slow
 @pytest.mark.numerics
 @pytest.mark.parametrize("which", ["batched", "unbatched"])
 @pytest.mark.parametrize("signature", ["default", "serving_default", "", "tokens", "char_ids"])
@@ -784,6 +785,7 @@ def test_serve_cli_user_errors(tmp_path, capsys):
         (["--model-base-path", "{tmp}/models/elmo"], "--model-base-path"),
     ],
 )
+@pytest.mark.slow
 def test_loadtest_names_a_missing_input_in_one_line(tmp_path, flags, fragment):
     script = os.path.join(os.path.dirname(__file__), "..", "serving", "loadtest.py")
     argv = [f.format(tmp=tmp_path) for f in flags]

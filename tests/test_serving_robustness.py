@@ -205,6 +205,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_declared_shapes_are_checked_before_allocating(case, stub):
     signature, protos, code, fragment = HOSTILE[case]
@@ -870,6 +871,7 @@ def test_rest_large_answers_are_sent_in_chunks_as_encoded(server, stub, monkeypa
     assert len(json.loads(answer)["predictions"]) == len(sentences)
 
 
+@pytest.mark.slow
 def test_json_pieces_hold_one_row_at_a_time():
     """json_pieces writes what json.dumps of the whole answer would, with a small fraction of
     its memory (tolist() of 2 M floats alone is ~64 MB of Python objects)."""
@@ -959,6 +961,7 @@ def test_request_larger_than_a_batch_is_split_and_equal(stub, base_path):
         assert_reordered(tf.make_ndarray(response.outputs[key]), expected[key].numpy())
 
 
+@pytest.mark.slow
 def test_request_larger_than_the_queue_is_invalid_not_retry(request, base_path):
     small_queue = BatchingOptions(max_batch_size=2, max_enqueued_batches=3, num_batch_threads=1)
     server = _start(request, base=str(base_path), batching=small_queue)
@@ -1277,6 +1280,7 @@ def _functions(graph):
 # Lifecycle: SIGTERM with connections open, busy ports, versions that fail to load.
 
 
+@pytest.mark.slow
 def test_sigterm_exits_within_grace_with_an_idle_keepalive_connection(base_path):
     grace = 2.0
     command = [
@@ -1317,6 +1321,7 @@ def test_sigterm_exits_within_grace_with_an_idle_keepalive_connection(base_path)
             process.wait(timeout=10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--port", "--rest-port"])
 def test_busy_port_is_named_in_one_line(flag, base_path, capsys):
     with socket.socket() as busy:
@@ -1355,6 +1360,7 @@ def test_the_listen_check_takes_what_the_servers_bind():
     addresses.check_can_listen("[::1]", port)
 
 
+@pytest.mark.slow
 def test_failed_version_is_retried_without_a_directory_change(base_path, tmp_path):
     base = tmp_path / "models"
     shutil.copytree(base_path / "1", base / "1")
@@ -1384,6 +1390,7 @@ def test_failed_version_is_retried_without_a_directory_change(base_path, tmp_pat
         manager.stop(5)
 
 
+@pytest.mark.slow
 def test_rest_answers_past_a_thousand_open_connections(request, base_path):
     """2,000 idle keep-alive connections hold descriptors past 1,024, where select() fails: a
     predict on a new connection is still answered (the server waits on epoll)."""

@@ -186,6 +186,7 @@ def test_removing_the_only_version_makes_the_model_unavailable(server, stubs, ex
     assert status == 200 and len(answer["predictions"]) == 1
 
 
+@pytest.mark.slow
 def test_a_base_path_replaced_by_a_file_is_a_model_without_versions(server, stubs, caplog):
     # Polled as a base path moved away (no version: unavailable), with no traceback at every
     # poll; the directory put back serves again.
@@ -205,6 +206,7 @@ def test_a_base_path_replaced_by_a_file_is_a_model_without_versions(server, stub
     assert _states(model_stub)[2] == "AVAILABLE"
 
 
+@pytest.mark.slow
 def test_removed_version_falls_back_to_the_next_highest(server, stubs, exported):
     stub, model_stub = stubs
     base = server.manager.base_path

@@ -72,6 +72,7 @@ def test_flex_ops_are_detected_and_refused():
         Interpreter(model_content=flatbuffer).allocate_tensors()
 
 
+@pytest.mark.slow
 def test_outputs_equal_model_on_golden_batches(float_model, tiny_model, golden):
     # One interpreter for every batch: lengths 1..35 resize the dynamic time axis each call.
     interpreter = Interpreter(model_path=str(float_model))
@@ -86,6 +87,7 @@ def test_outputs_equal_model_on_golden_batches(float_model, tiny_model, golden):
             assert_reordered(outputs[key], want, err_msg=f"{name} {key}")
 
 
+@pytest.mark.slow
 def test_fixed_max_length_through_the_api(tmp_path, tiny_model, golden):
     assert tiny_model.dedupe_tokens  # exported through a copy without UniqueV2
     path = tmp_path / "fixed.tflite"

@@ -109,6 +109,7 @@ def assert_holds(trainer, prefix):
 # --------------------------------------------------------------------------- the CLI
 
 
+@pytest.mark.slow
 def test_deleted_index_resumes_from_the_previous_checkpoint(run, capsys):
     (run / "ckpt-6.index").unlink()
     before = contents(run)
@@ -146,6 +147,7 @@ def test_deleted_index_resumes_from_the_previous_checkpoint(run, capsys):
     ],
     ids=["garbled", "empty", "names-a-missing-one", "names-an-older-one", "missing"],
 )
+@pytest.mark.slow
 def test_a_bad_state_file_resumes_from_the_newest_checkpoint(run, capsys, state, told):
     if state is None:
         (run / "checkpoint").unlink()
@@ -172,6 +174,7 @@ def test_a_bad_state_file_resumes_from_the_newest_checkpoint(run, capsys, state,
             assert after[f"{name}.{kind}"] == before[f"{name}.{kind}"]
 
 
+@pytest.mark.slow
 def test_bit_flipped_shard_through_the_cli(run, capsys):
     flip_bit(run / f"ckpt-6.{DATA}")
     damaged = (run / f"ckpt-6.{DATA}").read_bytes()
@@ -251,6 +254,7 @@ def test_plan_and_from_plan_fall_back_past_a_damaged_checkpoint(run, damage, rea
     assert_holds(trainer, run / "ckpt-4")  # model, optimizer slots, LSTM state: all of ckpt-4
 
 
+@pytest.mark.slow
 def test_a_failed_restore_leaves_the_trainer_untouched(corpus_file, tmp_path):
     """ckpt-8 holds the model only (other values, no optimizer): a restore into the
     trainer's own variables would assign the model and then fail, leaving it half restored."""
