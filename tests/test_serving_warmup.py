@@ -193,9 +193,7 @@ HUGE_RECORD = bytes.fromhex("0000000000010000aa3d6be4") + b"\0" * 64
     ],
     ids=["length past the end", "header cut short", "bad CRC"],
 )
-def test_records_with_bad_lengths_are_refused_before_tensorflow_reads_them(
-    tmp_path, data, message
-):
+def test_records_with_bad_lengths_are_refused_before_tensorflow_reads_them(tmp_path, data, message):
     with pytest.raises(ValueError, match="^" + re.escape(f"{WARMUP_FILE}: {message}")):
         read_warmup_requests(_warmup_file(tmp_path, data))
 

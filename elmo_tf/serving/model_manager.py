@@ -144,7 +144,9 @@ class Servable:
                     proto,
                     alias,
                     spec.inputs[alias].dtype,
-                    lambda shape, alias=alias: spec.check_declared_shape(alias, shape, limits),
+                    lambda shape, alias=alias, spec=spec: spec.check_declared_shape(
+                        alias, shape, limits
+                    ),
                 )
                 for alias, proto in protos.items()
             }
