@@ -619,6 +619,11 @@ def test_export_user_errors_exit_1_before_the_model_loads(
     config = tmp_path / "tr" / "elmo" / "config.pbtxt"
     config.parent.mkdir(parents=True)
     config.symlink_to(copy)
+    repos = tmp_path / "repos"
+    (repos / "elmo-file").mkdir(parents=True)
+    (repos / "elmo-file" / "elmo").write_text("kept\n", encoding="utf-8")
+    (repos / "config-dir" / "elmo" / "config.pbtxt").mkdir(parents=True)
+    (repos / "last-version" / "elmo" / str(2**63 - 1)).mkdir(parents=True)
     for argv, message in [
         ([*model], "give OUTPUT (an .onnx file), --triton DIR, or both"),
         ([str(tmp_path), *model], f"{tmp_path}: names a directory, expected an .onnx file name"),
@@ -632,7 +637,27 @@ def test_export_user_errors_exit_1_before_the_model_loads(
         ),
         (
             ["--triton", str(tmp_path / "tr"), "--triton-max-batch-size", "0", *model],
-            "--triton-max-batch-size must be a positive integer, got 0",
+            "--triton-max-batch-size must be an integer from 1 to 2147483647, got 0",
+        ),
+        # Triton's max_batch_size is an int32: 2**31 was written, and Triton refused the config.
+        (
+            ["--triton", str(tmp_path / "tr"), "--triton-max-batch-size", str(2**31), *model],
+            "--triton-max-batch-size must be an integer from 1 to 2147483647, got 2147483648",
+        ),
+        (["--triton", "", *model], "--triton is empty; name the model repository directory"),
+        # Each refused after the model had loaded and converted; now before it loads.
+        (
+            ["--triton", str(repos / "elmo-file"), *model],
+            f"{repos / 'elmo-file' / 'elmo'}: is a file; a Triton repository holds the model's",
+        ),
+        (
+            ["--triton", str(repos / "config-dir"), *model],
+            f"{repos / 'config-dir' / 'elmo' / 'config.pbtxt'}: is a directory; config.pbtxt is",
+        ),
+        (
+            ["--triton", str(repos / "last-version"), *model],
+            f"{repos / 'last-version' / 'elmo'}: holds version 9,223,372,036,854,775,807, the "
+            "highest Triton reads",
         ),
         (
             ["--triton", str(tmp_path / "tr"), "--options", str(options), "--weights", str(copy)],
@@ -641,10 +666,11 @@ def test_export_user_errors_exit_1_before_the_model_loads(
     ]:
         assert main(["export", "onnx", *argv]) == 1
         err = capsys.readouterr().err
-        assert err.strip().splitlines() == [f"elmo-tf export: error: {message}"], err
+        (line,) = err.strip().splitlines()
+        assert line.startswith(f"elmo-tf export: error: {message}"), err
     assert (tmp_path / "a-file").read_text(encoding="utf-8") == "kept\n"
     assert copy.read_bytes() == weights.read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "tr", "weights.hdf5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "repos", "tr", "weights.hdf5"]
     assert [p.name for p in config.parent.iterdir()] == ["config.pbtxt"]
 
 
