@@ -119,8 +119,13 @@ OUT_OF_RANGE = {"char_ids": np.full([1, 2, 50], 300, np.int32)}
         ([("nonexistent", SENTENCE)], "signature 'nonexistent' not found"),
         ([("char_ids", OUT_OF_RANGE)], "input 'char_ids' must hold ids in [0, 261]"),
         ([("default", SENTENCE)] * (MAX_RECORDS + 1), f"more than {MAX_RECORDS} warm-up records"),
+        # A record is held to the request limits: one of 5,000,000 tokens ran for minutes.
+        (
+            [("default", {"sentences": np.array([b"a " * 2000], dtype=object)})],
+            "has a row of 2000 tokens, over the limit of 1024 (max_tokens_per_row)",
+        ),
     ],
-    ids=["unknown signature", "ids out of range", "too many records"],
+    ids=["unknown signature", "ids out of range", "too many records", "a row over the limit"],
 )
 def test_a_record_that_fails_fails_the_load(request, tiny_export, tmp_path, records, message):
     shutil.copytree(tiny_export / "1", tmp_path / "1")
