@@ -103,7 +103,8 @@ def read_warmup_requests(saved_model_dir):
 def check_record_lengths(path):
     """Walks the TFRecord headers of the warm-up file ``path``; ``ValueError`` (one line) for a
     path that is not a regular file, a record whose declared length runs past the end of the
-    file, or more than ``MAX_RECORDS`` records.
+    file, or more than ``MAX_RECORDS`` records. Bytes after the last record too few for a
+    header end the file, as they do for TensorFlow's reader.
 
     The smallest guard of our own (the rule: check declared sizes before allocating):
     ``tf.data.TFRecordDataset`` allocates a record's declared length before it reads it, and a
@@ -125,7 +126,7 @@ def check_record_lengths(path):
             f.seek(offset)
             header = f.read(_HEADER_BYTES)
             if len(header) < _HEADER_BYTES:
-                raise ValueError(f"{WARMUP_FILE}: record {number} is cut short (its header)")
+                return  # TensorFlow's reader (and TF Serving) end the file at a partial header
             (length,) = _LENGTH.unpack_from(header)
             left = size - offset - _HEADER_BYTES - _FOOTER_BYTES
             if length > left:
