@@ -66,7 +66,7 @@ def parse_json(data, path, what, error):
 
 
 def _a(what):
-    return f"{'an' if what[:1] in 'aeiou' else 'a'} {what}"
+    return f"{'an' if what[:1].lower() in 'aeiou' else 'a'} {what}"
 
 
 def _unique_keys(pairs):

@@ -1,7 +1,16 @@
 """URLs of model files: which are downloaded, how one is shown and keyed (without its user and
 password), and what is wrong with one that cannot be used."""
 
+import re
 import urllib.parse
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def other_scheme(path):
+    """Whether ``path`` is a URL of a scheme the cache does not download (``ftp://``,
+    ``file://``, ``s3://``): such a name is no local file either."""
+    return isinstance(path, str) and bool(_SCHEME.match(path)) and not is_url(path)
 
 
 def is_url(path):

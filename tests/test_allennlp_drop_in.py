@@ -322,11 +322,54 @@ def test_bad_inputs_are_one_line(call, message):
         ({"num_output_representations": -1}, "integer from 0 to 64"),
         ({"num_output_representations": 1, "scalar_mix_parameters": [1.0]}, "hold 3 values"),
         ({"num_output_representations": 1, "module": object()}, "module=.* is not supported"),
+        ({"num_output_representations": True}, "integer from 0 to 64, got True"),
+        # A NaN or infinite mix weight made every representation NaN, silently.
+        (
+            {"num_output_representations": 1, "scalar_mix_parameters": [float("nan"), 0, 0]},
+            r"scalar_mix_parameters\[0\] must be a finite number, got nan",
+        ),
+        (
+            {"num_output_representations": 1, "scalar_mix_parameters": [0, float("inf"), 0]},
+            r"scalar_mix_parameters\[1\] must be a finite number, got inf",
+        ),
+        (
+            {"num_output_representations": 1, "scalar_mix_parameters": "123"},
+            "scalar_mix_parameters must be a list of 3 numbers",
+        ),
+        (
+            {"num_output_representations": 1, "scalar_mix_parameters": ["a", 0, 0]},
+            r"scalar_mix_parameters\[0\] must be a finite number, got 'a'",
+        ),
+        ({"num_output_representations": 1, "dropout": "0.5"}, "dropout must be a finite number"),
+        ({"num_output_representations": 1, "dropout": float("nan")}, "dropout must be a finite"),
+        ({"num_output_representations": 1, "requires_grad": "false"}, "requires_grad must be True"),
+        ({"num_output_representations": 1, "stateful": "no"}, "stateful must be True or False"),
+        (
+            {"num_output_representations": 1, "keep_sentence_boundaries": 1},
+            "keep_sentence_boundaries must be True or False, got 1",
+        ),
     ],
 )
 def test_bad_arguments_are_one_line(kwargs, message):
     with pytest.raises(ValueError, match=message):
         Elmo(OPTIONS, WEIGHTS, **kwargs)
+
+
+def test_vocab_to_cache_that_is_one_string_is_refused():
+    # It was read as one token per character.
+    with pytest.raises(TypeError, match="vocab_to_cache must be a list of tokens, got one string"):
+        Elmo(OPTIONS, WEIGHTS, 1, vocab_to_cache="abc")
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 50), (0, 0, 50), (3, 2, 0, 50)])
+def test_a_batch_of_empty_sentences_gives_empty_representations(shape):
+    # backends.md: batch_to_ids of empty sentences gives (batch, 0, 50); the reshape to
+    # (-1, 0, 50) failed ("the unspecified dimension size -1 can be any value").
+    elmo = Elmo(OPTIONS, WEIGHTS, 1, dropout=0.0, stateful=False)
+    out = elmo(torch.zeros(shape, dtype=torch.long))
+    assert tuple(out["elmo_representations"][0].shape) == (*shape[:-1], elmo.get_output_dim())
+    assert tuple(out["mask"].shape) == shape[:-1]
+    assert tuple(batch_to_ids([[], []]).shape) == (2, 0, 50)
 
 
 def test_word_inputs_of_another_shape_are_refused():

@@ -7,12 +7,14 @@ weights in the ``small`` shape), through ``ELMO_TF_MODEL_BASE_URL``, with a cach
 import errno
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
 
 import numpy as np
 import pytest
+from conftest import TINY
 
 import elmo_tf
 from elmo_tf import urls
@@ -840,3 +842,20 @@ def test_an_options_file_of_another_architecture_is_not_kept(mirror, monkeypatch
     with pytest.raises(OptionsError, match=r"not the 'small' architecture .*; not kept\)$"):
         elmo_tf.ELMo.from_preset("small")
     assert _cached_files() == [] and mirror.requests[WEIGHTS_PATH] == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "weights", "error", "message"),
+    [
+        ("ftp://127.0.0.1/x_options.json", None, OptionsError, "ftp://127.0.0.1/x_options.json"),
+        (None, "file:///tmp/weights.hdf5", WeightFileError, "file:///tmp/weights.hdf5"),
+    ],
+    ids=["ftp options", "file weights"],
+)
+def test_a_url_of_another_scheme_is_named_as_one(options, weights, error, message):
+    # It was read as a local path: "options file not found".
+    options = options or str(TINY / "options.json")
+    weights = weights or str(TINY / "weights.hdf5")
+    expected = f"{message}: not an http:// or https:// URL; "
+    with pytest.raises(error, match="^" + re.escape(expected)):
+        elmo_tf.load_pretrained(options, weights)

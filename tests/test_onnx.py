@@ -5,6 +5,7 @@ describes the model it holds."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime
 import pytest
-from conftest import made_once
+from conftest import made_once, special_file
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 from numerics import assert_reordered
 
@@ -277,7 +278,7 @@ def test_a_file_onnx_runtime_cannot_load_is_one_line(tmp_path):
     with pytest.raises(ModelFileError, match=f"{garbage}: ONNX Runtime cannot load it") as error:
         OnnxModel(garbage)
     assert "\n" not in str(error.value)
-    with pytest.raises(ModelFileError, match="no such ONNX file"):
+    with pytest.raises(ModelFileError, match="missing.onnx: ONNX file not found"):
         run_onnx(tmp_path / "missing.onnx", np.zeros([1, 1, 50], np.int32))
 
 
@@ -295,10 +296,126 @@ def _identity_model(path, initializer=None):
     return path
 
 
+def _contract_model(
+    path, input_type=onnx.TensorProto.INT32, input_shape=("b", "t", 50), outputs=None, metadata=None
+):
+    """An ONNX file with an export's input and outputs (each a Cast of the input), and the
+    ``elmo_tf.options`` metadata ``metadata`` (none if ``None``)."""
+    helper = onnx.helper
+    if outputs is None:
+        outputs = {
+            name: onnx.TensorProto.FLOAT
+            for name in ("word_emb", "lstm_outputs1", "elmo", "default")
+        }
+        outputs["sequence_len"] = onnx.TensorProto.INT32
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["char_ids"], [name], to=kind) for name, kind in outputs.items()],
+        "g",
+        [helper.make_tensor_value_info("char_ids", input_type, list(input_shape))],
+        [helper.make_tensor_value_info(name, kind, None) for name, kind in outputs.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    if metadata is not None:
+        helper.set_model_props(model, {"elmo_tf.options": metadata})
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
 def test_an_onnx_file_that_is_not_an_elmo_export_is_refused(tmp_path):
-    path = _identity_model(tmp_path / "identity.onnx")
+    path = _contract_model(tmp_path / "no-metadata.onnx")
     with pytest.raises(ModelFileError, match="no elmo_tf.options metadata; not an ELMo export"):
         OnnxModel(path)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "its input is 'x' tensor(int32)"),
+        ({"input_type": onnx.TensorProto.FLOAT}, "its input is 'char_ids' tensor(float)"),
+        ({"input_shape": (2**40, "t", 50)}, "its input is 'char_ids' tensor(int32) [1099511627776"),
+        ({"input_shape": ("b", "t", 49)}, "its input is 'char_ids' tensor(int32) ['b', 't', 49]"),
+        (
+            {"outputs": {"elmo": onnx.TensorProto.FLOAT}},
+            "outputs word_emb (missing), default (missing)",
+        ),
+        (
+            {
+                "outputs": {
+                    n: onnx.TensorProto.FLOAT
+                    for n in ("word_emb", "lstm_outputs1", "elmo", "default", "sequence_len")
+                }
+            },
+            "outputs sequence_len (tensor(float))",
+        ),
+    ],
+    ids=[
+        "other input",
+        "float input",
+        "fixed batch",
+        "width 49",
+        "missing outputs",
+        "float lengths",
+    ],
+)
+def test_an_onnx_model_with_other_inputs_or_outputs_is_refused_in_one_line(
+    tmp_path, arguments, message
+):
+    # Such a file ran and returned its own outputs, or failed inside ONNX Runtime (embed --onnx
+    # printed a 26-37 line traceback).
+    if arguments:
+        path = _contract_model(tmp_path / "other.onnx", **arguments, metadata="{}")
+    else:
+        path = _identity_model(tmp_path / "other.onnx")
+    for call in (lambda: OnnxModel(path), lambda: run_onnx(path, np.zeros([1, 1, 50], np.int32))):
+        with pytest.raises(
+            ModelFileError, match=re.escape(f"{path}: not an ELMo export: {message}")
+        ):
+            call()
+    runner = onnxruntime.InferenceSession(str(path))  # a session made by hand: checked too
+    with pytest.raises(ModelFileError, match=re.escape(f"not an ELMo export: {message}")):
+        run_onnx(runner, np.zeros([1, 1, 50], np.int32))
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ("{{{{", "its elmo_tf.options metadata: not a valid JSON options.json (Expecting"),
+        (" " * 2_000_000, "its elmo_tf.options metadata is larger than 1048576 bytes"),
+        (
+            '{"lstm": {"dim": 1}, "lstm": {}}',
+            "its elmo_tf.options metadata: not a valid JSON options.json (the key 'lstm' "
+            "appears twice",
+        ),
+    ],
+    ids=["not JSON", "2 MB", "a key twice"],
+)
+def test_an_exports_options_metadata_is_read_as_an_options_file(tmp_path, metadata, message):
+    path = _contract_model(tmp_path / "m.onnx", metadata=metadata)
+    with pytest.raises(ModelFileError, match=re.escape(f"{path}: {message}")):
+        OnnxModel(path)
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("fifo", "is a named pipe, not an ONNX file"),
+        ("directory", "is a directory, not an ONNX file"),
+    ],
+)
+def test_an_onnx_path_that_is_no_file_says_what_it_is(tmp_path, kind, message):
+    path = tmp_path / "m.onnx"
+    if kind == "fifo":
+        special_file(path, "fifo")
+    else:
+        path.mkdir()
+    with pytest.raises(ModelFileError, match=re.escape(f"{path}: {message}")):
+        OnnxModel(path)
+
+
+def test_onnx_model_embed_refuses_a_string_for_sentences(tiny_export):
+    # A string was embedded as one sentence per character.
+    with pytest.raises(TypeError, match="sentences is one string"):
+        OnnxModel(tiny_export[0]).embed("hello world")
 
 
 @pytest.mark.parametrize("where", ["parent", "symlink", "absolute"])
@@ -502,6 +619,11 @@ def test_export_user_errors_exit_1_before_the_model_loads(
     config = tmp_path / "tr" / "elmo" / "config.pbtxt"
     config.parent.mkdir(parents=True)
     config.symlink_to(copy)
+    repos = tmp_path / "repos"
+    (repos / "elmo-file").mkdir(parents=True)
+    (repos / "elmo-file" / "elmo").write_text("kept\n", encoding="utf-8")
+    (repos / "config-dir" / "elmo" / "config.pbtxt").mkdir(parents=True)
+    (repos / "last-version" / "elmo" / str(2**63 - 1)).mkdir(parents=True)
     for argv, message in [
         ([*model], "give OUTPUT (an .onnx file), --triton DIR, or both"),
         ([str(tmp_path), *model], f"{tmp_path}: names a directory, expected an .onnx file name"),
@@ -515,7 +637,27 @@ def test_export_user_errors_exit_1_before_the_model_loads(
         ),
         (
             ["--triton", str(tmp_path / "tr"), "--triton-max-batch-size", "0", *model],
-            "--triton-max-batch-size must be a positive integer, got 0",
+            "--triton-max-batch-size must be an integer from 1 to 2147483647, got 0",
+        ),
+        # Triton's max_batch_size is an int32: 2**31 was written, and Triton refused the config.
+        (
+            ["--triton", str(tmp_path / "tr"), "--triton-max-batch-size", str(2**31), *model],
+            "--triton-max-batch-size must be an integer from 1 to 2147483647, got 2147483648",
+        ),
+        (["--triton", "", *model], "--triton is empty; name the model repository directory"),
+        # Each refused after the model had loaded and converted; now before it loads.
+        (
+            ["--triton", str(repos / "elmo-file"), *model],
+            f"{repos / 'elmo-file' / 'elmo'}: is a file; a Triton repository holds the model's",
+        ),
+        (
+            ["--triton", str(repos / "config-dir"), *model],
+            f"{repos / 'config-dir' / 'elmo' / 'config.pbtxt'}: is a directory; config.pbtxt is",
+        ),
+        (
+            ["--triton", str(repos / "last-version"), *model],
+            f"{repos / 'last-version' / 'elmo'}: holds version 9,223,372,036,854,775,807, the "
+            "highest Triton reads",
         ),
         (
             ["--triton", str(tmp_path / "tr"), "--options", str(options), "--weights", str(copy)],
@@ -524,10 +666,11 @@ def test_export_user_errors_exit_1_before_the_model_loads(
     ]:
         assert main(["export", "onnx", *argv]) == 1
         err = capsys.readouterr().err
-        assert err.strip().splitlines() == [f"elmo-tf export: error: {message}"], err
+        (line,) = err.strip().splitlines()
+        assert line.startswith(f"elmo-tf export: error: {message}"), err
     assert (tmp_path / "a-file").read_text(encoding="utf-8") == "kept\n"
     assert copy.read_bytes() == weights.read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "tr", "weights.hdf5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "repos", "tr", "weights.hdf5"]
     assert [p.name for p in config.parent.iterdir()] == ["config.pbtxt"]
 
 
@@ -542,9 +685,10 @@ def test_embed_onnx_user_errors_exit_1(tmp_path, capsys):
         (["--onnx", str(model), "--model", "sotu"], "pass one of --onnx, --model, not several"),
         (
             ["--onnx", str(tmp_path / "none.onnx")],
-            f"{tmp_path / 'none.onnx'}: input file not found",
+            f"{tmp_path / 'none.onnx'}: ONNX file not found",
         ),
-        (["--onnx", str(model)], f"{model}: no elmo_tf.options metadata; not an ELMo export"),
+        (["--onnx", str(model)], f"{model}: not an ELMo export: its input is 'x'"),
+        (["--onnx", ""], "--onnx is empty; name the file to read"),
         (["--onnx", str(garbage)], f"{garbage}: ONNX Runtime cannot load it"),
     ]:
         assert main(["embed", str(sentences), out, *argv]) == 1

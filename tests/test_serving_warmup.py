@@ -4,6 +4,7 @@ is AVAILABLE; a record that fails fails the load, as in TF Serving."""
 
 import logging
 import os
+import re
 import shutil
 
 import numpy as np
@@ -14,6 +15,7 @@ import tensorflow as tf
 pytest.importorskip("grpc")
 pytest.importorskip("tensorflow_serving")
 
+from conftest import special_file  # noqa: E402
 from numerics import assert_reordered  # noqa: E402
 from tensorflow_serving.apis import (  # noqa: E402
     model_pb2,
@@ -22,7 +24,11 @@ from tensorflow_serving.apis import (  # noqa: E402
 )
 
 from elmo_tf.cli.main import main  # noqa: E402
-from elmo_tf.export.saved_model_warmup import MAX_RECORDS, WARMUP_FILE  # noqa: E402
+from elmo_tf.export.saved_model_warmup import (  # noqa: E402
+    MAX_RECORDS,
+    WARMUP_FILE,
+    read_warmup_requests,
+)
 from elmo_tf.serving.model_manager import ModelManager, State  # noqa: E402
 
 
@@ -113,8 +119,13 @@ OUT_OF_RANGE = {"char_ids": np.full([1, 2, 50], 300, np.int32)}
         ([("nonexistent", SENTENCE)], "signature 'nonexistent' not found"),
         ([("char_ids", OUT_OF_RANGE)], "input 'char_ids' must hold ids in [0, 261]"),
         ([("default", SENTENCE)] * (MAX_RECORDS + 1), f"more than {MAX_RECORDS} warm-up records"),
+        # A record is held to the request limits: one of 5,000,000 tokens ran for minutes.
+        (
+            [("default", {"sentences": np.array([b"a " * 2000], dtype=object)})],
+            "has a row of 2000 tokens, over the limit of 1024 (max_tokens_per_row)",
+        ),
     ],
-    ids=["unknown signature", "ids out of range", "too many records"],
+    ids=["unknown signature", "ids out of range", "too many records", "a row over the limit"],
 )
 def test_a_record_that_fails_fails_the_load(request, tiny_export, tmp_path, records, message):
     shutil.copytree(tiny_export / "1", tmp_path / "1")
@@ -130,6 +141,32 @@ def test_a_record_that_fails_fails_the_load(request, tiny_export, tmp_path, reco
 
 
 @pytest.mark.slow
+def test_a_record_declaring_ten_million_sentences_fails_the_load_before_any_array(
+    request, tiny_export, tmp_path
+):
+    # One value under a declared shape [10**7]: tf.make_ndarray repeated it to fill the shape
+    # (the server took 9 GB and stopped answering SIGTERM). Checked as a client's request now.
+    shutil.copytree(tiny_export / "1", tmp_path / "1")
+    sentences = tf.make_tensor_proto([b"Hello !"], dtype=tf.string)
+    sentences.tensor_shape.dim[0].size = 10**7
+    request_proto = predict_pb2.PredictRequest(
+        model_spec=model_pb2.ModelSpec(name="elmo", signature_name="default")
+    )
+    request_proto.inputs["sentences"].CopyFrom(sentences)
+    log = prediction_log_pb2.PredictionLog(
+        predict_log=prediction_log_pb2.PredictLog(request=request_proto)
+    )
+    path = tmp_path / "1" / WARMUP_FILE
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        writer.write(log.SerializeToString())
+    manager = _manager(request, tmp_path)
+    manager.poll()
+    ((version, state, error),) = manager.status()
+    assert (version, state) == (1, State.END)
+    assert "input 'sentences' has 10000000 rows" in error and "max_request_rows" in error, error
+
+
+@pytest.mark.slow
 def test_a_file_that_is_not_records_fails_the_load(request, tiny_export, tmp_path):
     shutil.copytree(tiny_export / "1", tmp_path / "1")
     with open(tmp_path / "1" / WARMUP_FILE, "wb") as f:
@@ -138,3 +175,47 @@ def test_a_file_that_is_not_records_fails_the_load(request, tiny_export, tmp_pat
     manager.poll()
     ((version, state, error),) = manager.status()
     assert (version, state) == (1, State.END) and error.startswith("failed to load: "), error
+
+
+def _warmup_file(tmp_path, data):
+    path = tmp_path / WARMUP_FILE
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    return tmp_path
+
+
+# A record header declaring 2**40 bytes, its length CRC correct (TensorFlow's reader allocated
+# the declared length and the process died of a segmentation fault), then 64 bytes.
+HUGE_RECORD = bytes.fromhex("0000000000010000aa3d6be4") + b"\0" * 64
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (HUGE_RECORD, "record 1 declares 1,099,511,627,776 bytes, more than the 60 left"),
+        (b"\x05\0\0\0\0\0\0\0\0\0\0\0hello\0\0\0\0", "record 1 is corrupt (corrupted record at 0"),
+    ],
+    ids=["length past the end", "bad CRC"],
+)
+def test_records_with_bad_lengths_are_refused_before_tensorflow_reads_them(tmp_path, data, message):
+    with pytest.raises(ValueError, match="^" + re.escape(f"{WARMUP_FILE}: {message}")):
+        read_warmup_requests(_warmup_file(tmp_path, data))
+
+
+def test_bytes_too_few_for_a_header_end_the_file_as_in_tensorflow(tmp_path):
+    # TF Serving loads a file with a partial header at its end (its reader stops there).
+    assert read_warmup_requests(_warmup_file(tmp_path, b"\x05" + b"\0" * 10)) == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_records_path_that_is_no_file_is_refused(tmp_path, kind):
+    path = tmp_path / WARMUP_FILE
+    path.parent.mkdir(parents=True)
+    if kind == "fifo":
+        special_file(path, "fifo")
+        expected = "is a named pipe, not a file of TFRecords"
+    else:
+        path.mkdir()
+        expected = "is a directory, not a file of TFRecords"
+    with pytest.raises(ValueError, match=re.escape(f"{WARMUP_FILE}: {expected}")):
+        read_warmup_requests(tmp_path)

@@ -1,13 +1,14 @@
 """Elmo: AllenNLP's ``allennlp.modules.elmo.Elmo``, argument for argument and output for output,
 as a ``torch.nn.Module`` computed by elmo-tf's model."""
 
+import math
 import warnings
 
 import keras
 import numpy as np
 import torch
 
-from elmo_tf import presets
+from elmo_tf import checks, presets
 from elmo_tf.allennlp import checkpoint_layout
 from elmo_tf.characters import BOS_CHAR_IDS, EOS_CHAR_IDS, batch_to_ids
 from elmo_tf.config import ElmoConfig
@@ -90,12 +91,20 @@ class Elmo(torch.nn.Module):
                 "Elmo(module=...) is not supported: elmo_tf.allennlp.Elmo runs elmo-tf's biLM "
                 "from options_file and weight_file"
             )
-        if not isinstance(num_output_representations, int) or not (
-            0 <= num_output_representations <= MAX_OUTPUT_REPRESENTATIONS
-        ):
-            raise ValueError(
-                "num_output_representations must be an integer from 0 to "
-                f"{MAX_OUTPUT_REPRESENTATIONS}, got {num_output_representations!r}"
+        checks.integer(
+            "num_output_representations", num_output_representations, 0, MAX_OUTPUT_REPRESENTATIONS
+        )
+        checks.number("dropout", dropout, minimum=0, maximum=1)
+        for name, value in [
+            ("requires_grad", requires_grad),
+            ("keep_sentence_boundaries", keep_sentence_boundaries),
+            ("stateful", stateful),
+        ]:
+            checks.boolean(name, value)
+        if isinstance(vocab_to_cache, (str, bytes)):
+            raise TypeError(
+                f"vocab_to_cache must be a list of tokens, got one string "
+                f'({checks.shown(vocab_to_cache)}); e.g. ["<S>", "</S>", "the", ...]'
             )
         options_file, weight_file = presets.local_files(options_file, weight_file)
         config = ElmoConfig.from_file(options_file)
@@ -105,11 +114,8 @@ class Elmo(torch.nn.Module):
                 f"{config.n_filters} filters to projection_dim {config.projection_dim})"
             )
         n_layers = config.n_lstm_layers + 1
-        if scalar_mix_parameters is not None and len(scalar_mix_parameters) != n_layers:
-            raise ValueError(
-                f"scalar_mix_parameters must hold {n_layers} values (one per layer: the tokens "
-                f"and {config.n_lstm_layers} LSTM layers), got {len(scalar_mix_parameters)}"
-            )
+        if scalar_mix_parameters is not None:
+            scalar_mix_parameters = _mix_parameters(scalar_mix_parameters, config.n_lstm_layers)
         self.num_output_representations = num_output_representations
         self.stateful = stateful
         self._keep_sentence_boundaries = keep_sentence_boundaries
@@ -154,7 +160,8 @@ class Elmo(torch.nn.Module):
                 f"got shape {tuple(char_ids.shape)}"
             )
         leading = tuple(char_ids.shape[:-2])
-        char_ids = char_ids.reshape(-1, *char_ids.shape[-2:])
+        # math.prod, not -1: a batch of empty sentences, (batch, 0, 50), holds no element.
+        char_ids = char_ids.reshape(math.prod(leading), *char_ids.shape[-2:])
         check_char_ids(char_ids.detach().cpu().numpy(), self._config)
         words = self._word_ids(word_inputs, char_ids.shape[:2])
 
@@ -313,3 +320,21 @@ def _without_boundaries(x, mask):
     ``1 .. length``, zeros after (AllenNLP's ``remove_sentence_boundaries``)."""
     keep = _mask_without_boundaries(mask)
     return x[:, 1:-1] * keep[..., None].to(x.dtype)
+
+
+def _mix_parameters(values, n_lstm_layers):
+    """``scalar_mix_parameters`` as a list of floats, one per layer; ``ValueError`` naming the
+    argument for another count, a string, or a value that is not a finite number (a NaN mix
+    weight made every representation NaN)."""
+    n_layers = n_lstm_layers + 1
+    where = f"one per layer: the tokens and {n_lstm_layers} LSTM layers"
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise ValueError(
+            f"scalar_mix_parameters must be a list of {n_layers} numbers ({where}), got "
+            f"{checks.shown(values)}"
+        )
+    if len(values) != n_layers:
+        raise ValueError(
+            f"scalar_mix_parameters must hold {n_layers} values ({where}), got {len(values)}"
+        )
+    return [float(checks.number(f"scalar_mix_parameters[{i}]", v)) for i, v in enumerate(values)]

@@ -9,8 +9,14 @@ import stat
 import sys
 import time
 
-from elmo_tf import extras
-from elmo_tf.cli.common import STANDARD_INPUT, CommandError, check_input_exists, check_output_path
+from elmo_tf import extras, untrusted_files
+from elmo_tf.cli.common import (
+    STANDARD_INPUT,
+    CommandError,
+    check_input_exists,
+    check_input_name,
+    check_output_path,
+)
 from elmo_tf.cli.model_flags import add_model_arguments, check_model_and_output, load_model
 from elmo_tf.cli.progress import Progress
 from elmo_tf.cpu_threads import configure_threads
@@ -20,6 +26,7 @@ from elmo_tf.embedding_file import (
     iter_lines,
     write_embeddings,
 )
+from elmo_tf.errors import ModelFileError
 from elmo_tf.models import length_batches
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from elmo_tf.text_lines import MAX_TOKENS_PER_LINE
@@ -155,7 +162,8 @@ def _check_onnx_flags(args):
     if given:
         raise CommandError(f"pass one of --onnx, {', '.join(given)}, not several")
     extras.require("onnx", "this command", modules=("onnxruntime",))
-    check_input_exists(args.onnx)
+    check_input_name(args.onnx, "--onnx")
+    untrusted_files.check_readable(args.onnx, "ONNX file", ModelFileError)
     return [args.onnx]
 
 

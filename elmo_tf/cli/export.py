@@ -260,8 +260,13 @@ def run_onnx(args):
 def _check_triton_directory(directory, inputs):
     """``CommandError`` for a --triton DIR that is a file, or whose config.pbtxt would replace
     one of the files the command reads; before any work."""
+    if not directory:
+        raise CommandError(
+            "--triton is empty; name the model repository directory (. for this one)"
+        )
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise CommandError(f"--triton {directory}: is a file, expected a model repository")
+    onnx_triton.check_repository(directory)
     config = os.path.join(directory, onnx_triton.MODEL_NAME, onnx_triton.CONFIG_FILE)
     for path in inputs:
         if os.path.exists(config) and os.path.exists(path) and os.path.samefile(config, path):

@@ -15,12 +15,11 @@ This module imports neither TensorFlow nor Keras: a process that runs an export 
 onnxruntime and numpy only.
 """
 
-import json
 import os
 
 import numpy as np
 
-from elmo_tf import characters, extras
+from elmo_tf import characters, extras, untrusted_files
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import ModelFileError
 from elmo_tf.models.length_batches import (
@@ -28,10 +27,19 @@ from elmo_tf.models.length_batches import (
     DEFAULT_MAX_BATCH_TOKENS,
     length_batches,
 )
+from elmo_tf.options_file import MAX_OPTIONS_BYTES
 
 # The file's input and the metadata key of its options (onnx_export writes them).
 INPUT_NAME = "char_ids"
 OPTIONS_KEY = "elmo_tf.options"
+# The outputs every export has (elmo_tf.models.outputs), with ONNX Runtime's type names; the
+# lstm_outputsK and elmo_K ones depend on the model.
+_REQUIRED_OUTPUTS = {
+    "word_emb": "tensor(float)",
+    "elmo": "tensor(float)",
+    "default": "tensor(float)",
+    "sequence_len": "tensor(int32)",
+}
 _MAKES_THEM = "(elmo_tf.batch_to_ids makes them)"
 
 
@@ -49,8 +57,7 @@ def session(path, threads=None, providers=None):
     import onnxruntime  # lazy: the [onnx] extra, checked above in one line
 
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ModelFileError(f"{path}: no such ONNX file")
+    untrusted_files.check_readable(path, "ONNX file", ModelFileError)
     options = onnxruntime.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads
@@ -58,10 +65,58 @@ def session(path, threads=None, providers=None):
         # A build with a GPU provider refuses a session that names none: all of the build's.
         providers = onnxruntime.get_available_providers()
     try:
-        return onnxruntime.InferenceSession(path, options, providers=providers)
+        runner = onnxruntime.InferenceSession(path, options, providers=providers)
     except Exception as e:  # ONNX Runtime has one class per status code, none public
         reason = " ".join(str(e).split())[:300]
         raise ModelFileError(f"{path}: ONNX Runtime cannot load it ({reason})") from None
+    check_contract(runner, path)
+    return runner
+
+
+def check_contract(runner, source="the ONNX model"):
+    """Raises ``ModelFileError`` (one line, naming ``source``) unless the session ``runner``
+    has an ELMo export's input and outputs (``elmo_tf.export.onnx_export``): one input
+    ``char_ids``, int32 ``[batch, time, 50]`` with both first axes dynamic, and the outputs
+    ``word_emb``, ``lstm_outputsK``, ``elmo``, ``default`` (float) and ``sequence_len`` (int32).
+    A file with other inputs or outputs would run and return something else, or fail inside
+    ONNX Runtime."""
+    inputs = runner.get_inputs()
+    expected = f"one input {INPUT_NAME!r}, int32 [batch, time, {characters.MAX_CHARS_PER_TOKEN}]"
+    if len(inputs) != 1:
+        names = [spec.name for spec in inputs]
+        raise ModelFileError(
+            f"{source}: not an ELMo export: its inputs are {names}, expected {expected}"
+        )
+    (spec,) = inputs
+    shape = spec.shape
+    width = characters.MAX_CHARS_PER_TOKEN
+    if (
+        spec.name != INPUT_NAME
+        or spec.type != "tensor(int32)"
+        or shape is None
+        or len(shape) != 3
+        or any(isinstance(size, int) for size in shape[:2])  # both axes dynamic
+        or isinstance(shape[2], int)
+        and shape[2] != width
+    ):
+        raise ModelFileError(
+            f"{source}: not an ELMo export: its input is {spec.name!r} {spec.type} {shape}, "
+            f"expected {expected}, both first axes dynamic"
+        )
+    types = {output.name: output.type for output in runner.get_outputs()}
+    wanted = dict(_REQUIRED_OUTPUTS)
+    layers = [name for name in types if name.startswith("lstm_outputs")]
+    wanted.update({name: "tensor(float)" for name in layers or ["lstm_outputs1"]})
+    problems = [
+        f"{name} ({types.get(name, 'missing')})"
+        for name, kind in wanted.items()
+        if types.get(name) != kind
+    ]
+    if problems:
+        raise ModelFileError(
+            f"{source}: not an ELMo export: outputs {', '.join(problems)}; expected word_emb, "
+            "lstm_outputs1.., elmo, default (float) and sequence_len (int32)"
+        )
 
 
 def check_char_ids(char_ids, width=characters.MAX_CHARS_PER_TOKEN):
@@ -106,15 +161,14 @@ def run_onnx(model, char_ids):
     """
     if isinstance(model, OnnxModel):
         model = model.session
-    runner = model if hasattr(model, "run") else session(model)
-    inputs = runner.get_inputs()
-    if len(inputs) != 1:
-        names = [spec.name for spec in inputs]
-        raise ModelFileError(f"an ELMo export has one input, {INPUT_NAME!r}; this one has {names}")
-    (spec,) = inputs
-    char_ids = check_char_ids(char_ids, spec.shape[-1])
+    if hasattr(model, "run"):
+        runner = model
+        check_contract(runner)
+    else:
+        runner = session(model)
+    char_ids = check_char_ids(char_ids)
     names = [output.name for output in runner.get_outputs()]
-    return dict(zip(names, runner.run(names, {spec.name: char_ids}), strict=True))
+    return dict(zip(names, runner.run(names, {INPUT_NAME: char_ids}), strict=True))
 
 
 class OnnxModel:
@@ -140,7 +194,15 @@ class OnnxModel:
                 f"{self.path}: no {OPTIONS_KEY} metadata; not an ELMo export (elmo-tf export "
                 "onnx writes one)"
             )
-        self.config = ElmoConfig.from_options(json.loads(metadata[OPTIONS_KEY]))
+        # The metadata is the file's own options.json, read as one: bounded, then checked.
+        source = f"{self.path}: its {OPTIONS_KEY} metadata"
+        data = metadata[OPTIONS_KEY].encode("utf-8", "surrogatepass")
+        if len(data) > MAX_OPTIONS_BYTES:
+            raise ModelFileError(
+                f"{source} is larger than {MAX_OPTIONS_BYTES} bytes, not an options.json"
+            )
+        options = untrusted_files.parse_json(data, source, "options.json", ModelFileError)
+        self.config = ElmoConfig.from_options(options, source=source)
 
     def __call__(self, char_ids):
         """``run_onnx`` on this session."""
@@ -152,7 +214,7 @@ class OnnxModel:
         """Yields ``(indices, outputs)`` per batch of similar length, longest first, as
         ``ELMo.embed_batches`` does (no state, no token cache: the file dedupes the tokens of
         each call)."""
-        sentences = [list(s) for s in sentences]
+        sentences = characters.token_lists(sentences)
         lengths = [len(s) for s in sentences]
         for indices in length_batches(lengths, batch_size, max_batch_tokens):
             char_ids = characters.batch_to_ids([sentences[i] for i in indices])
@@ -163,7 +225,7 @@ class OnnxModel:
     ):
         """The outputs for token lists, in the order given, padded to the longest sentence
         (``ELMo.embed``'s result)."""
-        sentences = [list(s) for s in sentences]
+        sentences = characters.token_lists(sentences)
         longest = max((len(s) for s in sentences), default=0)
         results = {}
         for indices, outputs in self.embed_batches(sentences, batch_size, max_batch_tokens):

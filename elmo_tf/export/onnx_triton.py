@@ -19,13 +19,15 @@ import os
 
 from elmo_tf import checks, files
 from elmo_tf.errors import ExportError
-from elmo_tf.export.versions import version_directory
+from elmo_tf.export.versions import MAX_VERSION, next_version, version_directory
 
 MODEL_NAME = "elmo"
 MODEL_FILE = "model.onnx"  # the onnxruntime backend's default file name
 CONFIG_FILE = "config.pbtxt"
 # Requests run together at most; a batch's memory grows with its rows x its length.
 DEFAULT_MAX_BATCH_SIZE = 64
+# Triton's ModelConfig.max_batch_size is an int32: a larger value fails its config's parsing.
+MAX_MAX_BATCH_SIZE = 2**31 - 1
 # How long a request may wait for others of its shape: a small part of one call's time on a
 # GPU (tens of milliseconds for a sentence of the published model), so batching costs a
 # lone request little.
@@ -45,8 +47,7 @@ def write_triton_repository(
     place complete, so a Triton polling the repository never loads half a version.
     """
     check_max_batch_size(max_batch_size)
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise ExportError(f"{directory}: is a file; --triton names a model repository directory")
+    check_repository(directory, name, version)
     model_dir = os.path.join(directory, name)
     _, target = version_directory(model_dir, version)
     os.makedirs(model_dir, exist_ok=True)
@@ -60,9 +61,33 @@ def write_triton_repository(
 
 
 def check_max_batch_size(max_batch_size, name="max_batch_size"):
-    """Raises ``ValueError`` unless ``max_batch_size`` is a positive integer; the message calls
-    it ``name`` (the command line passes its flag)."""
-    checks.positive_integer(name, max_batch_size)
+    """Raises ``ValueError`` unless ``max_batch_size`` is an integer from 1 to 2**31 - 1
+    (Triton's int32); the message calls it ``name`` (the command line passes its flag)."""
+    checks.integer(name, max_batch_size, 1, MAX_MAX_BATCH_SIZE)
+
+
+def check_repository(directory, name=MODEL_NAME, version=None):
+    """Raises ``ExportError`` (one line) unless a version of model ``name`` can be written into
+    the Triton repository ``directory``: neither it nor ``directory/name`` a file,
+    ``config.pbtxt`` no directory, pipe or device, and a next version number left (or
+    ``version`` free). The command line calls it before the model loads."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise ExportError(f"{directory}: is a file; --triton names a model repository directory")
+    model_dir = os.path.join(directory, name)
+    if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+        raise ExportError(
+            f"{model_dir}: is a file; a Triton repository holds the model's directory "
+            f"{name}/ ({CONFIG_FILE} and the versions N/)"
+        )
+    config = os.path.join(model_dir, CONFIG_FILE)
+    kind = "directory" if os.path.isdir(config) else files.special_kind(config)
+    if kind:
+        raise ExportError(f"{config}: is a {kind}; {CONFIG_FILE} is written there as a file")
+    if version is None and os.path.isdir(model_dir) and next_version(model_dir) > MAX_VERSION:
+        raise ExportError(
+            f"{model_dir}: holds version {MAX_VERSION:,}, the highest Triton reads, so there is "
+            "no next one; remove that version directory"
+        )
 
 
 def config_text(model_proto, name=MODEL_NAME, max_batch_size=DEFAULT_MAX_BATCH_SIZE):

@@ -11,10 +11,12 @@ fails makes the load fail, and a file of more than ``MAX_RECORDS`` records is re
 """
 
 import os
+import re
+import struct
 
 import numpy as np
 
-from elmo_tf import characters
+from elmo_tf import characters, files
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 # TF Serving's limit (WarmupConsts::kMaxNumRecords): a longer file fails the load.
@@ -22,6 +24,10 @@ MAX_RECORDS = 1000
 # A short sentence: the first request's cost is the graph's, whatever its length.
 WARMUP_SENTENCE = ("The", "bank", "closed", ".")
 SIGNATURES = ("default", "tokens", "char_ids")
+# A TFRecord: a little-endian uint64 length and its 4-byte CRC, the data, the data's 4-byte CRC.
+_LENGTH = struct.Struct("<Q")
+_HEADER_BYTES = _LENGTH.size + 4
+_FOOTER_BYTES = 4
 
 
 def warmup_inputs():
@@ -58,19 +64,29 @@ def write_warmup_requests(saved_model_dir, model_name="elmo"):
 
 
 def read_warmup_requests(saved_model_dir):
-    """``[(signature name, {input alias: numpy array})]`` of the SavedModel's warm-up records,
+    """``[(signature name, {input alias: TensorProto})]`` of the SavedModel's warm-up records,
     in file order; ``[]`` when it has no warm-up file. ``ValueError`` for a record that is not
-    a ``PredictionLog`` of a ``PredictRequest``, or more than ``MAX_RECORDS`` records."""
+    a ``PredictionLog`` of a ``PredictRequest``, or more than ``MAX_RECORDS`` records
+    (``check_record_lengths``). The tensors stay protos: a proto may declare ``[10**7]`` and
+    hold one value, so the caller checks each declared shape before it makes an array
+    (``elmo_tf.serving.tensors.from_tensor_proto``)."""
     import tensorflow as tf  # lazy: the reader runs in the server, on TensorFlow
     from tensorflow_serving.apis import prediction_log_pb2  # lazy: the [serving] extra
 
     path = os.path.join(saved_model_dir, WARMUP_FILE)
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         return []
+    check_record_lengths(path)
     requests = []
-    for number, record in enumerate(tf.data.TFRecordDataset(path).as_numpy_iterator(), 1):
-        if number > MAX_RECORDS:
-            raise ValueError(f"{WARMUP_FILE}: more than {MAX_RECORDS} warm-up records")
+    records = tf.data.TFRecordDataset(path).as_numpy_iterator()
+    for number in range(1, MAX_RECORDS + 1):  # check_record_lengths counted them
+        try:
+            record = next(records)
+        except StopIteration:
+            break
+        except tf.errors.OpError as e:  # the lengths fit (checked above): a CRC that does not
+            reason = re.sub(r"\{\{.*?\}\}|\[Op:.*", "", e.message).strip()
+            raise ValueError(f"{WARMUP_FILE}: record {number} is corrupt ({reason})") from None
         log = prediction_log_pb2.PredictionLog()
         try:
             log.ParseFromString(record)
@@ -79,6 +95,43 @@ def read_warmup_requests(saved_model_dir):
         if log.WhichOneof("log_type") != "predict_log":
             raise ValueError(f"{WARMUP_FILE}: record {number} holds no PredictRequest")
         request = log.predict_log.request
-        inputs = {alias: tf.make_ndarray(tensor) for alias, tensor in request.inputs.items()}
+        inputs = dict(request.inputs.items())
         requests.append((request.model_spec.signature_name or "serving_default", inputs))
     return requests
+
+
+def check_record_lengths(path):
+    """Walks the TFRecord headers of the warm-up file ``path``; ``ValueError`` (one line) for a
+    path that is not a regular file, a record whose declared length runs past the end of the
+    file, or more than ``MAX_RECORDS`` records. Bytes after the last record too few for a
+    header end the file, as they do for TensorFlow's reader.
+
+    The smallest guard of our own (the rule: check declared sizes before allocating):
+    ``tf.data.TFRecordDataset`` allocates a record's declared length before it reads it, and a
+    header declaring 2**40 bytes kills the process (a segmentation fault, no exception), so
+    every length is checked against the file's size first; TensorFlow then reads the records
+    and checks their CRCs.
+    """
+    if os.path.isdir(path):
+        raise ValueError(f"{WARMUP_FILE}: is a directory, not a file of TFRecords")
+    if kind := files.special_kind(path):
+        raise ValueError(f"{WARMUP_FILE}: is a {kind}, not a file of TFRecords")
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        offset = number = 0
+        while offset < size:
+            number += 1
+            if number > MAX_RECORDS:
+                raise ValueError(f"{WARMUP_FILE}: more than {MAX_RECORDS} warm-up records")
+            f.seek(offset)
+            header = f.read(_HEADER_BYTES)
+            if len(header) < _HEADER_BYTES:
+                return  # TensorFlow's reader (and TF Serving) end the file at a partial header
+            (length,) = _LENGTH.unpack_from(header)
+            left = size - offset - _HEADER_BYTES - _FOOTER_BYTES
+            if length > left:
+                raise ValueError(
+                    f"{WARMUP_FILE}: record {number} declares {length:,} bytes, more than the "
+                    f"{max(left, 0):,} left in the file"
+                )
+            offset += _HEADER_BYTES + length + _FOOTER_BYTES

@@ -19,7 +19,7 @@ import warnings
 
 from elmo_tf import checks, untrusted_files, urls
 from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import OptionsError, PresetError
+from elmo_tf.errors import OptionsError, PresetError, WeightFileError
 from elmo_tf.options_file import MAX_OPTIONS_BYTES
 from elmo_tf.presets import bundled, cache, cache_entries, published
 from elmo_tf.weight_file import check_file
@@ -140,6 +140,15 @@ def local_files(options_file, weight_file):
     is checked as the loader checks it before it is kept. AllenNLP's URLs of a published
     model's files are read where that model is (``published.mirrored``)."""
     options, weights = os.fspath(options_file), os.fspath(weight_file)
+    for path, what, error in [
+        (options, "an options file", OptionsError),
+        (weights, "a weight file", WeightFileError),
+    ]:
+        if urls.other_scheme(path) and not os.path.exists(path):
+            raise error(
+                f"{path}: {urls.problem(path)}; {what} is a local path or an http(s):// URL "
+                "(downloaded into the cache)"
+            )
     if urls.is_url(options):
         options = cache.fetch(
             published.mirrored(options),

@@ -46,7 +46,9 @@ from elmo_tf.serving.errors import (
     resource_exhausted,
 )
 from elmo_tf.serving.request_batching import CLIENT_GONE, Batcher
+from elmo_tf.serving.request_limits import RequestLimits
 from elmo_tf.serving.signature import SignatureSpec, is_string
+from elmo_tf.serving.tensors import from_tensor_proto
 
 log = logging.getLogger("serving")
 
@@ -125,14 +127,30 @@ class Servable:
             raise resource_exhausted(_first_line(e.message)) from None
         return {alias: value.numpy() for alias, value in outputs.items()}
 
-    def warm_up(self):
+    def warm_up(self, limits=None):
         """Runs the version's warm-up records (``assets.extra/tf_serving_warmup_requests``,
         ``elmo_tf.export.saved_model_warmup``) as TF Serving does, so the first request is not
-        slow; a record that fails fails the load. Without the file, every signature once on a
+        slow; a record that fails fails the load. Each record is checked as a client's request
+        is, against ``limits`` (a ``RequestLimits``; its defaults if ``None``), its declared
+        shapes before its values are read. Without the file, every signature once on a
         one-row input. Returns the number of warm-up records run (0 without the file)."""
+        limits = RequestLimits() if limits is None else limits
         requests = read_warmup_requests(self.path)
-        for key, inputs in requests:
-            self.signature(key).validate(inputs)
+        for key, protos in requests:
+            spec = self.signature(key)
+            spec.check_names(protos)
+            inputs = {
+                alias: from_tensor_proto(
+                    proto,
+                    alias,
+                    spec.inputs[alias].dtype,
+                    lambda shape, alias=alias, spec=spec: spec.check_declared_shape(
+                        alias, shape, limits
+                    ),
+                )
+                for alias, proto in protos.items()
+            }
+            spec.validate(inputs, limits)
             self.run(key, inputs)
         if requests:
             return len(requests)
@@ -192,13 +210,16 @@ class ModelManager:
         base_path: the directory holding version directories ``N/``.
         poll_seconds: how often to look for a new version (0: only at ``start``).
         batching: ``BatchingOptions``, or ``None`` for no batching.
+        limits: the ``RequestLimits`` each warm-up record is checked against (its defaults if
+            ``None``), as the server checks a client's request.
     """
 
-    def __init__(self, name, base_path, poll_seconds=2.0, batching=None):
+    def __init__(self, name, base_path, poll_seconds=2.0, batching=None, limits=None):
         self.name = name
         self.base_path = base_path
         self.poll_seconds = poll_seconds
         self.batching = batching
+        self.limits = limits
         self._current = None
         self._states = {}  # version -> (State, error message)
         self._failed = {}  # version -> (directory mtime, time of the next try, backoff seconds)
@@ -293,7 +314,7 @@ class ModelManager:
         servable = None
         try:
             servable = Servable(self.name, version, path, self.batching)
-            if replayed := servable.warm_up():
+            if replayed := servable.warm_up(self.limits):
                 log.info(
                     "warmed up model '%s' version %d: %d requests of %s",
                     self.name,

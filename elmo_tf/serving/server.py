@@ -40,7 +40,11 @@ class ModelServer:
         self.options = options
         self.limits = options.limits()
         self.manager = ModelManager(
-            options.model_name, options.model_base_path, options.poll_seconds, options.batching
+            options.model_name,
+            options.model_base_path,
+            options.poll_seconds,
+            options.batching,
+            self.limits,
         )
         self.port = None
         self.rest_port = None
