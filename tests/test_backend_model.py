@@ -30,6 +30,7 @@ def _called(model, sentences, **kwargs):
     return {k: to_numpy(v) for k, v in model(elmo_tf.batch_to_ids(sentences), **kwargs).items()}
 
 
+@pytest.mark.slow
 def test_embed_equals_call():
     """The embed path (host-side cache, compiled calls) computes what the model's call does."""
     model = _model()
@@ -282,6 +283,7 @@ def _nan_at(variable, index=0):
         (lambda elmo: elmo.scalar_mixes[0].gamma, "scalar_mix_0/gamma"),
     ],
 )
+@pytest.mark.slow
 def test_a_keras_file_with_nan_weights_is_refused_on_load(where, path, tmp_path):
     saved = _saved_layer(tmp_path / "nan.keras", lambda layer: _nan_at(where(layer.elmo)))
     with pytest.raises(ValueError, match=f"the saved weight elmo/.*{path}.* holds NaN or inf"):

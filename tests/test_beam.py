@@ -262,6 +262,7 @@ def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, emb
 
 
 @pytest.mark.parametrize("layers", ["all", "top", "average"])
+@pytest.mark.slow
 def test_handler_layers_match_embed_file(layers, tiny_files, embedded):
     options, weights = tiny_files
     handler = ElmoModelHandler(options_file=options, weight_file=weights, layers=layers)

@@ -35,6 +35,7 @@ def _batch(sentences, i):
     return [sentences[k][i].split() for k in range(3)]
 
 
+@pytest.mark.slow
 def test_batch_0_stateless(bilm_model, bilm_data):
     sentences, expected = bilm_data
     out = bilm_model.embed(_batch(sentences, 0))
@@ -44,6 +45,7 @@ def test_batch_0_stateless(bilm_model, bilm_data):
         np.testing.assert_allclose(out["lstm_outputs2"][k, :n], expected[k][0], atol=ATOL, rtol=0)
 
 
+@pytest.mark.slow
 def test_ten_batches_stateful_through_explicit_state(bilm_model, bilm_data):
     sentences, expected = bilm_data
     state = None

@@ -63,6 +63,7 @@ def test_bad_thread_counts_are_named(monkeypatch, bad):
         elmo_tf.configure_threads(bad, 2)
 
 
+@pytest.mark.slow
 def test_embed_command_configures_before_loading(monkeypatch, tmp_path, tiny_files):
     calls = []
     monkeypatch.setattr(embed, "configure_threads", lambda **kw: calls.append(("threads", kw)))

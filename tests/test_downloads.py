@@ -74,6 +74,7 @@ def test_load_pretrained_takes_urls(mirror, small_official_files):
 
 
 @pytest.mark.parametrize("base", published.ALLENNLP_BASE_URLS)
+@pytest.mark.slow
 def test_allennlps_urls_of_a_published_model_are_that_model(mirror, monkeypatch, base):
     """AllenNLP code passes the published files' URLs (on either of S3's hosts): they are read
     where the model's name is, through the mirror and the cache, and offline from the cache."""
@@ -96,6 +97,7 @@ def test_offline_names_the_missing_file_and_the_command(mirror, monkeypatch):
     assert elmo_tf.ELMo.from_preset("small", load_weights=False).config.lstm_dim == 1024
 
 
+@pytest.mark.slow
 def test_offline_loads_a_cached_model_without_a_request(mirror, monkeypatch, small_official_files):
     elmo_tf.ELMo.from_preset("small")  # fills the cache
     mirror.requests.clear()
@@ -124,6 +126,7 @@ def test_offline_loads_a_cached_model_without_a_request(mirror, monkeypatch, sma
         (OPTIONS_PATH, "garbage", OptionsError, "; not kept)"),
     ],
 )
+@pytest.mark.slow
 def test_a_broken_download_is_one_line_and_leaves_nothing(mirror, path, fault, error, fragment):
     mirror.faults[path] = fault
     with pytest.raises(error) as e:
@@ -482,6 +485,7 @@ def test_offline_without_the_mirror_variable_names_where_the_model_is(mirror, mo
     assert "set ELMO_TF_MODEL_BASE_URL" in message and "\n" not in message
 
 
+@pytest.mark.slow
 def test_download_and_cache_need_no_tensorflow(mirror, tmp_path):
     """The files are checked as the loader checks them, without a model: elmo-tf download
     (and cache) run where TensorFlow and Keras cannot even be imported."""
@@ -716,6 +720,7 @@ def test_redirects_to_usable_urls_are_followed_ten_times(mirror, monkeypatch, ho
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "full directory"])
+@pytest.mark.slow
 def test_a_cached_file_replaced_by_no_file(mirror, capsys, kind):
     """A directory or a named pipe where a cached file was: refused at once (never opened),
     listed without a size, and removed by cache remove (a directory only when empty: one
@@ -782,6 +787,7 @@ def _read_only(monkeypatch):
 
 
 @pytest.mark.parametrize("offline", ["", "1"])
+@pytest.mark.slow
 def test_a_read_only_cache_is_read_without_a_lock(mirror, monkeypatch, capsys, offline):
     """A complete cache that cannot be written (a read-only mount: EROFS at the lock) loads,
     downloads nothing, and says in one line what it cannot do."""

@@ -127,6 +127,7 @@ def _signal_after_one_batch(monkeypatch, sig, what_happens):
     [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")],
     ids=["SIGTERM", "SIGINT"],
 )
+@pytest.mark.slow
 def test_a_stop_signal_ends_the_command_whatever_became_of_its_exception(
     tmp_path, capsys, monkeypatch, stop_handlers, sig, status, message, what_happens
 ):
@@ -141,6 +142,7 @@ def test_a_stop_signal_ends_the_command_whatever_became_of_its_exception(
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.hdf5"]
 
 
+@pytest.mark.slow
 def test_temporaries_of_dead_processes_are_removed_by_the_next_run(tmp_path, capsys):
     source = _corpus(tmp_path / "in.txt", lines=3)
     output = tmp_path / "out.hdf5"
@@ -157,6 +159,7 @@ def test_temporaries_of_dead_processes_are_removed_by_the_next_run(tmp_path, cap
     files.remove(alive)
 
 
+@pytest.mark.slow
 def test_a_runaway_line_is_refused_by_name(tmp_path, capsys):
     source = tmp_path / "in.txt"
     source.write_text("short line\n" + "x " * 50 + "\nend\n", encoding="utf-8")
@@ -232,6 +235,7 @@ def test_embed_reads_a_stream_in_windows(tmp_path, monkeypatch, capsys):
         ("in.txt", "in.txt: is an input file; choose another output name"),
     ],
 )
+@pytest.mark.slow
 def test_a_bad_output_path_is_refused_before_any_work(
     tmp_path, monkeypatch, capsys, output, message
 ):

@@ -57,6 +57,7 @@ def test_activations_with_sentence_boundaries(runs, golden):
         )
 
 
+@pytest.mark.slow
 def test_layers_and_elmo_without_boundaries(runs, golden):
     _, arrays = golden
     for batch, (_, _, out) in runs.items():
@@ -93,6 +94,7 @@ def test_embed_small_calls(tiny_model, golden):
         )
 
 
+@pytest.mark.slow
 def test_stateful_sequence_with_explicit_state(tiny_model, golden):
     """AllenNLP's stateful ELMo keeps a state per batch row; a smaller batch uses the first
     rows and leaves the others as they were. The explicit state reproduces that."""

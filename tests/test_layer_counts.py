@@ -84,6 +84,7 @@ def test_output_keys_follow_the_layer_count():
             output_keys(bad)
 
 
+@pytest.mark.slow
 def test_embed_keys_shapes_and_mix_of_every_layer(model):
     n_layers = _n_layers(model)
     out = model.embed(SENTENCES)

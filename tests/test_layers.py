@@ -37,6 +37,7 @@ def test_char_embedding(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_char_cnn_formula(tmp_path):
     x = RNG.normal(size=(3, 50, 4)).astype("float32")
     run_layer_test(
@@ -54,6 +55,7 @@ def test_char_cnn_formula(tmp_path):
     assert_reordered(out, np.tanh(conv.max(axis=1) + bias))
 
 
+@pytest.mark.slow
 def test_highway_formula(tmp_path):
     x = RNG.normal(size=(5, 6)).astype("float32")
     run_layer_test(Highway, {}, x, (5, 6), tmp_path, expected_num_trainable_weights=4)
@@ -66,6 +68,7 @@ def test_highway_formula(tmp_path):
     assert_reordered(layer(x), carry * transform + (1 - carry) * x)
 
 
+@pytest.mark.slow
 def test_character_encoder(tmp_path):
     ids = RNG.integers(1, 262, size=(4, 50)).astype("int32")
     kwargs = {
@@ -94,6 +97,7 @@ def _cell_numpy(cell, x, c, h):
     return c, h
 
 
+@pytest.mark.slow
 def test_lstm_cell_in_keras_rnn(tmp_path):
     x = RNG.normal(size=(2, 5, 3)).astype("float32")
     cell = LSTMCellWithProjection(8, 4, cell_clip=0.5, proj_clip=0.3)
@@ -173,6 +177,7 @@ def test_bidirectional_stack_matches_keras_rnn_and_reverses_within_length():
     assert tuple(cell_state.shape) == (2, 2, 2, 8)
 
 
+@pytest.mark.slow
 def test_scalar_mix(tmp_path):
     layers = [RNG.normal(size=(2, 3, 4)).astype("float32") for _ in range(3)]
     kwargs = {"num_layers": 3, "do_layer_norm": True, "l2_coefficient": 0.1}

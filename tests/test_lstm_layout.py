@@ -54,6 +54,7 @@ def test_a_pinned_layout_is_used_and_a_bad_one_named(monkeypatch, traced_layouts
         _model().embed(SENTENCES * 14)
 
 
+@pytest.mark.slow
 def test_by_default_small_calls_run_fused_and_the_others_per_gate(monkeypatch, traced_layouts):
     monkeypatch.delenv(lstm_layout.LAYOUT_VARIABLE, raising=False)
     model = _model()

@@ -21,6 +21,7 @@ SENTENCES = [
 ]
 
 
+@pytest.mark.slow
 def test_output_keys_and_shapes(tiny_model):
     out = tiny_model.embed(SENTENCES, batch_size=2)
     assert list(out) == [
@@ -95,6 +96,7 @@ def test_token_vector_cache_is_bounded_lru():
         TokenVectorCache(-1)
 
 
+@pytest.mark.slow
 def test_token_cache_lives_with_the_model(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
     first = model.embed(SENTENCES)
@@ -223,6 +225,7 @@ def test_character_ids_of_another_shape_or_kind_are_refused(tiny_model):
         tiny_model(keras.Input(shape=(None, 49), dtype="int32"))  # symbolic: its static shape
 
 
+@pytest.mark.slow
 def test_explicit_state_round_trip(tiny_model):
     first, second = SENTENCES[:3], SENTENCES[2:]
     out, state = tiny_model.embed(first, return_state=True)
@@ -301,6 +304,7 @@ def test_token_budget_keeps_short_batches_full_and_can_be_turned_off():
             length_batches.length_batches(lengths, 64, bad)
 
 
+@pytest.mark.slow
 def test_token_budget_changes_nothing_and_does_not_retrace(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
     lengths = [len(s) for s in LONG_SENTENCES]
@@ -351,6 +355,7 @@ def test_token_budget_with_explicit_state(tiny_model):
     assert_reordered(fresh_budgeted.cell, fresh.cell)
 
 
+@pytest.mark.slow
 def test_several_scalar_mixes_and_layer_norm(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files, num_output_representations=2, do_layer_norm=True)
     model.scalar_mixes[1].scalar_weights.assign([5.0, -5.0, -5.0])
@@ -376,6 +381,7 @@ def test_a_number_of_output_representations_outside_1_to_64_is_refused(tiny_mode
         elmo_tf.ELMo(tiny_model.config, num_output_representations=count)
 
 
+@pytest.mark.slow
 def test_gradients_reach_every_weight(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files, dropout=0.5)
     ids = elmo_tf.batch_to_ids(SENTENCES)
@@ -386,6 +392,7 @@ def test_gradients_reach_every_weight(tiny_files):
     assert all(float(tf.reduce_max(tf.abs(g))) > 0 for g in grads)
 
 
+@pytest.mark.slow
 def test_get_config_and_keras_save_round_trip(tiny_model, tmp_path):
     clone = elmo_tf.ELMo.from_config(tiny_model.get_config())
     assert clone.config == tiny_model.config
@@ -440,6 +447,7 @@ def test_mixed_precision_call_and_embed(tiny_files, policy):
 @pytest.mark.parametrize(
     "frozen", [("character_encoder", "bilstm"), ("character_encoder",), ("bilstm",)]
 )
+@pytest.mark.slow
 def test_frozen_parts_change_no_gradient(tiny_files, frozen, monkeypatch):
     model = elmo_tf.load_pretrained(*tiny_files)
     for name in frozen:
@@ -464,6 +472,7 @@ def _while_loops(concrete):
     return sum(op.type in ("While", "StatelessWhile") for op in concrete.graph.get_operations())
 
 
+@pytest.mark.slow
 def test_frozen_elmo_traces_no_backward_lstm(tiny_files):
     """A first fit with ELMo frozen (ElmoLayer's default) traces no gradient of the LSTM loops."""
     model = elmo_tf.load_pretrained(*tiny_files)

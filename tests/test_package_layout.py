@@ -157,6 +157,7 @@ def _imports_of(argv):
 
 
 @pytest.mark.parametrize("argv", [[*c, "--help"] for c in COMMANDS], ids=" ".join)
+@pytest.mark.slow
 def test_help_answers_without_tensorflow(argv):
     done, modules = _imports_of(argv)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -177,6 +178,7 @@ def test_help_answers_without_tensorflow(argv):
     ],
     ids=" ".join,
 )
+@pytest.mark.slow
 def test_argument_errors_answer_without_tensorflow(argv):
     done, modules = _imports_of(argv)
     assert done.returncode in (1, 2), done.stderr[-2000:]

@@ -119,6 +119,7 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
         ]
 
 
+@pytest.mark.slow
 def test_install_hint_works_from_anywhere(tmp_path):
     """The missing-extra hint names the source tree by its absolute path (pip, run elsewhere,
     resolves it), and an installed package by its name."""

@@ -95,6 +95,7 @@ def test_every_signature_equals_the_model(exported, loaded, golden):
     _assert_outputs_equal(loaded.signatures["serving_default"](sentences=joined), expected)
 
 
+@pytest.mark.slow
 def test_reusable_savedmodel_attributes(exported, loaded):
     model, _ = exported
     assert len(loaded.variables) == len(model.weights)
@@ -175,6 +176,7 @@ def test_saved_model_cli_lists_signatures(exported):
         assert f"outputs['{key}']" in result.stdout
 
 
+@pytest.mark.slow
 def test_bad_input_names_the_input(loaded):
     tokens = loaded.signatures["tokens"]
     with pytest.raises(tf.errors.InvalidArgumentError, match="sequence_len is longer than its row"):
@@ -249,6 +251,7 @@ def test_elmo_layer_fine_tunes_in_functional_and_sequential_models(exported, tmp
     assert len(sequential.layers[0].trainable_weights) == len(sequential.layers[0].weights)
 
 
+@pytest.mark.slow
 def test_elmo_layer_rejects_bad_arguments(exported, tmp_path):
     _, path = exported
     with pytest.raises(ValueError, match="output_key must be one of"):
@@ -262,6 +265,7 @@ def test_elmo_layer_rejects_bad_arguments(exported, tmp_path):
         elmo_tf.ElmoLayer(str(tmp_path / "plain"))
 
 
+@pytest.mark.slow
 def test_a_keras_config_never_loads_a_saved_model_it_names(exported, tmp_path, monkeypatch):
     """A .keras file is data: its ElmoLayer config cannot point load_model at a SavedModel
     (which is code) anywhere on the machine, in safe mode or not."""
@@ -305,6 +309,7 @@ def test_a_keras_config_never_loads_a_saved_model_it_names(exported, tmp_path, m
         ("options", None, "lacks 'options'"),
     ],
 )
+@pytest.mark.slow
 def test_a_keras_config_with_illegal_settings_is_refused_naming_them(exported, key, value, message):
     """An ElmoLayer config is read from a .keras file: every setting is checked as ELMo's
     arguments are, before anything is built (100,000 representations built for minutes and

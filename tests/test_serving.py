@@ -172,6 +172,7 @@ def test_predict_equals_the_saved_model(which, signature, request, local):
     assert response.model_spec.signature_name == (signature or "serving_default")
 
 
+@pytest.mark.slow
 def test_output_filter_and_version(stub, local):
     response = _predict(stub, SENTENCES, "tokens", outputs=["default", "sequence_len"], version=1)
     expected = _local_outputs(local, "tokens", SENTENCES)
@@ -179,6 +180,7 @@ def test_output_filter_and_version(stub, local):
     np.testing.assert_array_equal(_outputs(response)["sequence_len"], [10, 2, 0, 7, 6])
 
 
+@pytest.mark.slow
 def test_client_embed_and_cli(batched, local, capsys, tmp_path):
     server = f"127.0.0.1:{batched.port}"
     token_lists = [s.split() for s in SENTENCES]
@@ -565,6 +567,7 @@ def test_batcher_isolates_a_failing_request():
 
 
 @pytest.mark.numerics
+@pytest.mark.slow
 def test_concurrent_requests_batched_equal_unbatched(batched, stub, unbatched_stub):
     requests = [
         (SENTENCES[i % 5 : i % 5 + 1 + i % 3], ("default", "tokens", "char_ids")[i % 3])

@@ -364,6 +364,7 @@ REST_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(REST_CASES))
+@pytest.mark.slow
 def test_rest_hostile_bodies(case, server, stub):
     body, headers, status, fragment = REST_CASES[case]
     got, answer = _post(server.rest_port, body, headers)
@@ -951,6 +952,7 @@ def test_rest_keeps_the_connection_alive(server):
 
 
 @pytest.mark.numerics
+@pytest.mark.slow
 def test_request_larger_than_a_batch_is_split_and_equal(stub, base_path):
     """15 rows (4 chunks of max_batch_size 4) answer as the SavedModel answers them alone."""
     local = tf.saved_model.load(str(base_path / "1")).signatures["default"]
@@ -1079,6 +1081,7 @@ def _behind_a_running_request(server, stub, monkeypatch):
     assert batcher.dropped == dropped + 1
 
 
+@pytest.mark.slow
 def test_grpc_deadline_passed_in_the_queue_is_not_computed(server, stub, monkeypatch):
     with _behind_a_running_request(server, stub, monkeypatch) as batcher:
         queued = batcher.queued_rows
@@ -1344,6 +1347,7 @@ def test_busy_port_is_named_in_one_line(flag, base_path, capsys):
     assert "--port and --rest-port are both 9999" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_listen_check_takes_what_the_servers_bind():
     """A bracketed IPv6 address and "" (every interface) are the servers' forms: the check
     before the model loads must not refuse them (it once passed them to getaddrinfo as given)."""

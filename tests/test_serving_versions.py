@@ -63,6 +63,7 @@ def _wait_for_state(manager, version, state):
         time.sleep(0.01)
 
 
+@pytest.mark.slow
 def test_leading_zeros_are_read_from_their_directory(request, exported, tmp_path):
     shutil.copytree(exported, tmp_path / "0007")
     manager = _manager(request, tmp_path)
@@ -73,6 +74,7 @@ def test_leading_zeros_are_read_from_their_directory(request, exported, tmp_path
     assert servable.version == 7 and servable.path == str(tmp_path / "0007")
 
 
+@pytest.mark.slow
 def test_version_beyond_int64_is_ignored_with_one_log_line(request, exported, tmp_path, caplog):
     shutil.copytree(exported, tmp_path / "1")
     shutil.copytree(exported, tmp_path / BEYOND_INT64)
@@ -144,6 +146,7 @@ def _predicted_version(stub):
     return stub.Predict(make_request(["a b"]), timeout=TIMEOUT).model_spec.version.value
 
 
+@pytest.mark.slow
 def test_rest_version_beyond_int64_is_a_400(server):
     for path in (f"/v1/models/elmo/versions/{BEYOND_INT64}", f"/v1/models/elmo/versions/{2**63}"):
         status, answer = _get(server.rest_port, path)
@@ -156,6 +159,7 @@ def test_rest_version_beyond_int64_is_a_400(server):
     assert status == 404 and f"version {2**63 - 1}" in answer["error"]  # a version, not served
 
 
+@pytest.mark.slow
 def test_removing_the_only_version_makes_the_model_unavailable(server, stubs, exported):
     stub, model_stub = stubs
     base = server.manager.base_path
@@ -221,6 +225,7 @@ def test_removed_version_falls_back_to_the_next_highest(server, stubs, exported)
     assert _predicted_version(stub) == 1
 
 
+@pytest.mark.slow
 def test_removed_version_is_unloaded_when_the_next_fails_to_load(server, stubs, exported):
     stub, model_stub = stubs
     base = server.manager.base_path
@@ -239,6 +244,7 @@ def test_removed_version_is_unloaded_when_the_next_fails_to_load(server, stubs, 
     assert e.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+@pytest.mark.slow
 def test_versions_are_immutable(server, exported):
     """Another model copied in under the number served is not loaded in its place."""
     base = server.manager.base_path

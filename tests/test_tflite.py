@@ -41,6 +41,7 @@ def _golden_batches(golden):
         yield name, elmo_tf.batch_to_ids([meta["sentences"][k] for k in keys])
 
 
+@pytest.mark.slow
 def test_cli_writes_builtin_only_flatbuffer(float_model):
     assert [p.name for p in float_model.parent.iterdir()] == ["elmo.tflite"]  # no temp left
     ops = operator_names(float_model)
@@ -106,6 +107,7 @@ def test_fixed_max_length_through_the_api(tmp_path, tiny_model, golden):
         run_tflite(interpreter, batches["mixed"])  # 35 tokens
 
 
+@pytest.mark.slow
 def test_dynamic_range_quantization(float_model, quantized_model, golden):
     assert non_builtin_ops(quantized_model) == []
     ratio = quantized_model.stat().st_size / float_model.stat().st_size
