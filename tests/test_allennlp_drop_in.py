@@ -355,6 +355,25 @@ def test_bad_arguments_are_one_line(kwargs, message):
         Elmo(OPTIONS, WEIGHTS, **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("files", "error", "message"),
+    [
+        ((None, WEIGHTS), TypeError, "options_file must be a path or an http.s. URL, got NoneType"),
+        ((OPTIONS, 123), TypeError, "weight_file must be a path or an http.s. URL, got int"),
+        (("", WEIGHTS), ValueError, "options_file is empty"),
+    ],
+)
+def test_files_that_are_no_path_are_named(files, error, message):
+    with pytest.raises(error, match=message):
+        Elmo(*files, 1)
+
+
+@pytest.mark.parametrize("inputs", [None, "Hello world", b"ids"])
+def test_inputs_that_are_no_ids_are_named(inputs):
+    with pytest.raises(TypeError, match="inputs must be character ids .* got (NoneType|str|bytes)"):
+        Elmo(OPTIONS, WEIGHTS, 1)(inputs)
+
+
 def test_vocab_to_cache_that_is_one_string_is_refused():
     # It was read as one token per character.
     with pytest.raises(TypeError, match="vocab_to_cache must be a list of tokens, got one string"):
@@ -376,6 +395,9 @@ def test_word_inputs_of_another_shape_are_refused():
     elmo = Elmo(OPTIONS, WEIGHTS, 1, vocab_to_cache=["@@PADDING@@", "a"])
     with pytest.raises(ValueError, match="do not match"):
         elmo(batch_to_ids([["a", "a"]]), torch.ones(1, 3, dtype=torch.long))
+    # the shape as given, not as reshaped to (rows, timesteps)
+    with pytest.raises(ValueError, match=r"word_inputs of shape \(1, 2, 3\) do not match"):
+        elmo(batch_to_ids([["a", "a"]]), torch.ones(1, 2, 3, dtype=torch.long))
 
 
 # ---------------------------------------------------------------- AllenNLP's own tests

@@ -2,6 +2,7 @@
 as a ``torch.nn.Module`` computed by elmo-tf's model."""
 
 import math
+import os
 import warnings
 
 import keras
@@ -106,6 +107,13 @@ class Elmo(torch.nn.Module):
                 f"vocab_to_cache must be a list of tokens, got one string "
                 f'({checks.shown(vocab_to_cache)}); e.g. ["<S>", "</S>", "the", ...]'
             )
+        for name, value in [("options_file", options_file), ("weight_file", weight_file)]:
+            if not isinstance(value, str | os.PathLike):
+                raise TypeError(
+                    f"{name} must be a path or an http(s) URL, got {type(value).__name__}"
+                )
+            if not os.fspath(value):
+                raise ValueError(f"{name} is empty: give a path or an http(s) URL")
         options_file, weight_file = presets.local_files(options_file, weight_file)
         config = ElmoConfig.from_file(options_file)
         if not config.uses_token_projection:
@@ -153,6 +161,11 @@ class Elmo(torch.nn.Module):
         self._state = None
 
     def forward(self, inputs, word_inputs=None):
+        if inputs is None or isinstance(inputs, str | bytes):
+            raise TypeError(
+                "inputs must be character ids (batch, timesteps, 50) (batch_to_ids makes them), "
+                f"got {type(inputs).__name__}"
+            )
         char_ids = torch.as_tensor(inputs)
         if char_ids.dim() < 3:
             raise ValueError(
@@ -225,11 +238,12 @@ class Elmo(torch.nn.Module):
         words = torch.as_tensor(word_inputs)
         if words.is_floating_point() or words.is_complex() or words.dtype == torch.bool:
             raise ValueError(f"word_inputs must be integer word indices, got {words.dtype}")
-        words = words.reshape(-1, words.shape[-1])
+        given = tuple(words.shape)
+        words = words.reshape(-1, words.shape[-1]) if words.dim() else words
         if tuple(words.shape) != tuple(shape):
             raise ValueError(
-                f"word_inputs of shape {tuple(words.shape)} do not match the character ids' "
-                f"batch and timesteps {tuple(shape)}"
+                f"word_inputs of shape {given} do not match the character ids' batch and "
+                f"timesteps {tuple(shape)}"
             )
         if words.numel() and (words.min() < 0 or words.max() >= self._vocab_size):
             return None  # a word the cache does not hold: the characters, as AllenNLP does
