@@ -420,7 +420,9 @@ def test_rest_unread_body_is_not_read_as_the_next_request(method, path, status, 
     parser knows where it ends): it is never parsed as the next request (request smuggling),
     and the request after it is answered."""
     head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(SMUGGLED)}\r\n\r\n"
-    answers = _exchange(server.rest_port, head.encode() + SMUGGLED + FOLLOWING)
+    # FOLLOWING closes the connection: read until then (a predict may take seconds on a
+    # loaded machine, past the default idle window)
+    answers = _exchange(server.rest_port, head.encode() + SMUGGLED + FOLLOWING, idle=TIMEOUT)
     assert [got for got, _, _ in answers] == [status, 200], answers
     assert all(h["content-type"].startswith("application/json") for _, h, _ in answers)
     assert not any(b"smuggled" in body for _, _, body in answers)
@@ -432,7 +434,7 @@ def test_rest_keepalive_goes_on_after_a_body_read_whole(server):
     head = (
         f"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
     )
-    answers = _exchange(server.rest_port, head.encode() + body + SMUGGLED)
+    answers = _exchange(server.rest_port, head.encode() + body + SMUGGLED, idle=TIMEOUT)
     assert [status for status, _, _ in answers] == [200, 404]
     assert b"smuggled" in answers[1][2]
 
@@ -467,7 +469,7 @@ def test_rest_takes_a_chunked_body(server):
     body = json.dumps({"instances": ["a b"]}).encode()
     chunks = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
     head = b"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-    answers = _exchange(server.rest_port, head + chunks + FOLLOWING)
+    answers = _exchange(server.rest_port, head + chunks + FOLLOWING, idle=TIMEOUT)
     assert [status for status, _, _ in answers] == [200, 200]
     assert len(json.loads(answers[0][2])["predictions"]) == 1
 
