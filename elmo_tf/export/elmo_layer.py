@@ -88,8 +88,8 @@ class ElmoLayer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if fine_tune is not None:
-            check_fine_tune(fine_tune)
+        if fine_tune is not None:  # before it can go into an elmo_config under another name
+            fine_tune = check_fine_tune(fine_tune)
         if inputs not in INPUT_FORMATS:
             raise ValueError(f"inputs must be one of {INPUT_FORMATS}, got {inputs!r}")
         if inputs == "sentences":
@@ -135,7 +135,7 @@ class ElmoLayer(keras.layers.Layer):
         self.elmo_config = elmo_config
         # Both are checked, whichever is used: an unknown value is never ignored.
         trainable = check_fine_tune(elmo_config["trainable"], "the elmo_config's trainable")
-        self.fine_tune = trainable if fine_tune is None else check_fine_tune(fine_tune)
+        self.fine_tune = trainable if fine_tune is None else fine_tune
         self.dropout = elmo_config["dropout"] if dropout is None else dropout
         self.elmo = ELMo(
             config,
