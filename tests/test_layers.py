@@ -18,15 +18,20 @@ from elmo_tf.layers import (
 
 pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
 
-RNG = np.random.default_rng(0)
+
+
+@pytest.fixture
+def rng():
+    """The same draws for each test, whichever tests ran before it on its xdist worker."""
+    return np.random.default_rng(0)
 
 
 def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-def test_char_embedding(tmp_path):
-    ids = RNG.integers(0, 262, size=(3, 50)).astype("int32")
+def test_char_embedding(tmp_path, rng):
+    ids = rng.integers(0, 262, size=(3, 50)).astype("int32")
     run_layer_test(
         CharEmbedding,
         {"embedding_dim": 4},
@@ -38,8 +43,8 @@ def test_char_embedding(tmp_path):
 
 
 @pytest.mark.slow
-def test_char_cnn_formula(tmp_path):
-    x = RNG.normal(size=(3, 50, 4)).astype("float32")
+def test_char_cnn_formula(tmp_path, rng):
+    x = rng.normal(size=(3, 50, 4)).astype("float32")
     run_layer_test(
         CharCNN,
         {"filters": [[1, 2], [3, 5]]},
@@ -56,21 +61,21 @@ def test_char_cnn_formula(tmp_path):
 
 
 @pytest.mark.slow
-def test_highway_formula(tmp_path):
-    x = RNG.normal(size=(5, 6)).astype("float32")
+def test_highway_formula(tmp_path, rng):
+    x = rng.normal(size=(5, 6)).astype("float32")
     run_layer_test(Highway, {}, x, (5, 6), tmp_path, expected_num_trainable_weights=4)
     layer = Highway()
     layer(x)
     for w in layer.weights:
-        w.assign(RNG.normal(size=w.shape).astype("float32"))
+        w.assign(rng.normal(size=w.shape).astype("float32"))
     carry = _sigmoid(x @ layer.carry_kernel.numpy() + layer.carry_bias.numpy())
     transform = np.maximum(x @ layer.transform_kernel.numpy() + layer.transform_bias.numpy(), 0)
     assert_reordered(layer(x), carry * transform + (1 - carry) * x)
 
 
 @pytest.mark.slow
-def test_character_encoder(tmp_path):
-    ids = RNG.integers(1, 262, size=(4, 50)).astype("int32")
+def test_character_encoder(tmp_path, rng):
+    ids = rng.integers(1, 262, size=(4, 50)).astype("int32")
     kwargs = {
         "filters": [[1, 4], [2, 4]],
         "char_embedding_dim": 3,
@@ -98,21 +103,21 @@ def _cell_numpy(cell, x, c, h):
 
 
 @pytest.mark.slow
-def test_lstm_cell_in_keras_rnn(tmp_path):
-    x = RNG.normal(size=(2, 5, 3)).astype("float32")
+def test_lstm_cell_in_keras_rnn(tmp_path, rng):
+    x = rng.normal(size=(2, 5, 3)).astype("float32")
     cell = LSTMCellWithProjection(8, 4, cell_clip=0.5, proj_clip=0.3)
     kwargs = {"cell": cell, "return_sequences": True, "return_state": True}
     shapes = [(2, 5, 4), (2, 8), (2, 4)]  # outputs, c, h
     run_layer_test(keras.layers.RNN, kwargs, x, shapes, tmp_path, expected_num_trainable_weights=3)
 
 
-def test_lstm_cell_formula_and_keras_rnn():
+def test_lstm_cell_formula_and_keras_rnn(rng):
     cell = LSTMCellWithProjection(8, 4, cell_clip=0.5, proj_clip=0.3)
     rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
-    x = RNG.normal(size=(2, 5, 3)).astype("float32")
+    x = rng.normal(size=(2, 5, 3)).astype("float32")
     outputs, c_final, h_final = rnn(x)
     for w in cell.weights:
-        w.assign(RNG.normal(size=w.shape).astype("float32"))
+        w.assign(rng.normal(size=w.shape).astype("float32"))
     outputs, c_final, h_final = rnn(x)
     c, h = np.zeros([2, 8], "float32"), np.zeros([2, 4], "float32")
     for t in range(5):
@@ -129,9 +134,9 @@ def _lengths_mask(lengths, max_len):
 
 
 @pytest.mark.slow
-def test_bidirectional_stack(tmp_path):
+def test_bidirectional_stack(tmp_path, rng):
     mask = _lengths_mask([5, 3], 5)
-    x = RNG.normal(size=(2, 5, 4)).astype("float32") * mask[..., None]
+    x = rng.normal(size=(2, 5, 4)).astype("float32") * mask[..., None]
     kwargs = {"num_layers": 2, "units": 8, "projection_units": 4, "cell_clip": 3.0}
     outputs = [(2, 5, 8), (2, 5, 8)]
     state = ((2, 2, 2, 8), (2, 2, 2, 4))  # cell, hidden
@@ -146,14 +151,14 @@ def test_bidirectional_stack(tmp_path):
     )
 
 
-def test_bidirectional_stack_matches_keras_rnn_and_reverses_within_length():
+def test_bidirectional_stack_matches_keras_rnn_and_reverses_within_length(rng):
     stack = BidirectionalLSTMStack(2, 8, 4, cell_clip=3.0, proj_clip=3.0)
     stack.build((None, None, 4))
     for w in stack.weights:
-        w.assign(RNG.normal(scale=0.5, size=w.shape).astype("float32"))
+        w.assign(rng.normal(scale=0.5, size=w.shape).astype("float32"))
     lengths = [5, 3]
     mask = _lengths_mask(lengths, 5)
-    x = RNG.normal(size=(2, 5, 4)).astype("float32") * mask[..., None]
+    x = rng.normal(size=(2, 5, 4)).astype("float32") * mask[..., None]
     outputs, (cell_state, hidden_state) = stack(x, mask)
     assert [tuple(o.shape) for o in outputs] == [(2, 5, 8), (2, 5, 8)]
     for row, n in enumerate(lengths):
@@ -178,8 +183,8 @@ def test_bidirectional_stack_matches_keras_rnn_and_reverses_within_length():
 
 
 @pytest.mark.slow
-def test_scalar_mix(tmp_path):
-    layers = [RNG.normal(size=(2, 3, 4)).astype("float32") for _ in range(3)]
+def test_scalar_mix(tmp_path, rng):
+    layers = [rng.normal(size=(2, 3, 4)).astype("float32") for _ in range(3)]
     kwargs = {"num_layers": 3, "do_layer_norm": True, "l2_coefficient": 0.1}
     call_kwargs = {"token_mask": _lengths_mask([2, 1], 3)}
     run_layer_test(
@@ -195,7 +200,7 @@ def test_scalar_mix(tmp_path):
 
 @skip_if_onednn_isa_capped
 @pytest.mark.parametrize("policy", MIXED_POLICIES)
-def test_scalar_mix_layer_norm_in_half_precision(policy):
+def test_scalar_mix_layer_norm_in_half_precision(policy, rng):
     compute_dtype = keras.DTypePolicy(policy).compute_dtype
     # Every sentence empty: the variance is 0, so only the epsilon (1e-12, which is 0 in
     # float16) keeps 0 / sqrt(0 + eps) from being NaN.
@@ -204,15 +209,15 @@ def test_scalar_mix_layer_norm_in_half_precision(policy):
     mixed = ScalarMix(3, do_layer_norm=True, dtype=policy)(zeros, token_mask=empty)
     assert_same(keras.ops.cast(mixed, "float32"), zeros[0])
     # 2 * 100 * 400 = 80,000 elements of mean square 1: their float16 sum is past 65504.
-    layers = [RNG.normal(size=(2, 100, 400)).astype("float32") for _ in range(3)]
+    layers = [rng.normal(size=(2, 100, 400)).astype("float32") for _ in range(3)]
     mask = np.ones([2, 100], bool)
     half = ScalarMix(3, do_layer_norm=True, dtype=policy)(layers, token_mask=mask)
     full = ScalarMix(3, do_layer_norm=True)(layers, token_mask=mask)
     assert_half_precision(keras.ops.cast(half, "float32"), full, compute_dtype)
 
 
-def test_scalar_mix_formula_and_layer_norm():
-    layers = [RNG.normal(size=(2, 3, 4)).astype("float32") for _ in range(3)]
+def test_scalar_mix_formula_and_layer_norm(rng):
+    layers = [rng.normal(size=(2, 3, 4)).astype("float32") for _ in range(3)]
     mask = np.array([[1, 1, 0], [1, 0, 0]], bool)
     mix = ScalarMix(3, initial_weights=[1.0, 2.0, 3.0], initial_gamma=0.5)
     w = np.exp([1.0, 2.0, 3.0]) / np.exp([1.0, 2.0, 3.0]).sum()
