@@ -19,7 +19,6 @@ from elmo_tf.layers import (
 pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
 
 
-
 @pytest.fixture
 def rng():
     """The same draws for each test, whichever tests ran before it on its xdist worker."""
