@@ -282,6 +282,24 @@ def test_a_file_onnx_runtime_cannot_load_is_one_line(tmp_path):
         run_onnx(tmp_path / "missing.onnx", np.zeros([1, 1, 50], np.int32))
 
 
+def test_onnx_runtime_warnings_stay_off_stderr(tmp_path, capfd):
+    # An output declared [7, 7, 7] that the graph makes [b, t, 50]: ONNX Runtime warns in a
+    # coloured C++ line ("Error merging shape info") while loading, before the contract check.
+    helper = onnx.helper
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["char_ids"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("char_ids", onnx.TensorProto.INT32, ["b", "t", 50])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.INT32, [7, 7, 7])],
+    )
+    path = tmp_path / "warns.onnx"
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(ModelFileError, match="not an ELMo export: outputs word_emb"):
+        session(path)
+    assert capfd.readouterr().err == ""
+
+
 def _identity_model(path, initializer=None):
     value = onnx.helper.make_tensor_value_info
     graph = onnx.helper.make_graph(
