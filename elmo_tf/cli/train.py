@@ -28,6 +28,7 @@ import time
 from elmo_tf import presets
 from elmo_tf.cli.common import check_input_name, check_output_directory
 from elmo_tf.cli.progress import Progress
+from elmo_tf.presets import published
 from elmo_tf.training import run_directory
 from elmo_tf.training.training_options import DEFAULT_LEARNING_RATES, TrainingOptions
 
@@ -62,7 +63,7 @@ def add_parser(subparsers):
     source = model.add_mutually_exclusive_group()
     source.add_argument("--options", metavar="FILE", help="architecture from an options.json")
     source.add_argument(
-        "--preset", metavar="NAME", help=f"a published architecture: {', '.join(presets.PRESETS)}"
+        "--preset", metavar="NAME", help=f"a published architecture: {', '.join(published.names())}"
     )
     source.add_argument(
         "--init-from",

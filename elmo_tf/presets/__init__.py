@@ -24,9 +24,6 @@ from elmo_tf.options_file import MAX_OPTIONS_BYTES
 from elmo_tf.presets import bundled, cache, cache_entries, published
 from elmo_tf.weight_file import check_file
 
-# name -> the architecture of every published model and alias
-PRESETS = {name: published.lookup(name).config for name in published.names()}
-
 # The architecture a training run gets when it names none (no options file, preset or initial
 # weights): the bundled sotu model's, a small biLM (3.0M weights, a 12 MB weights.hdf5) that
 # trains on a CPU in hours (about 1,700 positions per second on two cores with a 17.7k
@@ -206,7 +203,7 @@ def preset(name):
 
     Raises ``PresetError`` (a ``ValueError``) for any other name.
     """
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise PresetError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}") from None
+    model = published.lookup(name)
+    if model is None:
+        raise PresetError(f"unknown preset {name!r}; choose one of {published.names()}")
+    return model.config

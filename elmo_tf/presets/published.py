@@ -24,21 +24,6 @@ BASE_URL_VARIABLE = "ELMO_TF_MODEL_BASE_URL"
 _FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 
 
-def _architecture(projection_dim, lstm_dim, n_highway):
-    return ElmoConfig(
-        filters=_FILTERS,
-        char_embedding_dim=16,
-        n_highway=n_highway,
-        activation="relu",
-        projection_dim=projection_dim,
-        lstm_dim=lstm_dim,
-        n_lstm_layers=2,
-        cell_clip=3.0,
-        proj_clip=3.0,
-        use_skip_connections=True,
-    )
-
-
 @dataclasses.dataclass(frozen=True)
 class PublishedModel:
     """One published model: its files under ``folder`` and the architecture they hold."""
@@ -48,10 +33,9 @@ class PublishedModel:
     options_file: str
     weights_file: str
     config: ElmoConfig
-    trained_on: str
 
     def urls(self, base_url=None):
-        """``(options URL, weights URL)`` under ``base_url`` (default: ``base_url()``)."""
+        """``(options URL, weights URL)`` under ``base_url`` (default: ``model_base_url()``)."""
         base = (base_url or model_base_url()).rstrip("/")
         return (
             f"{base}/{self.folder}/{self.options_file}",
@@ -64,53 +48,37 @@ class PublishedModel:
         return self.config.parameter_count * 4
 
 
-def _allennlp(name, folder, config, trained_on, weights_suffix="weights"):
-    stem = f"elmo_{folder}"
-    return PublishedModel(
-        name,
-        folder,
-        f"{stem}_options.json",
-        f"{stem}_{weights_suffix}.hdf5",
-        config,
-        trained_on,
+def _model(name, folder, projection_dim, lstm_dim, n_highway, stem=None, weights="weights"):
+    """A model in AllenNLP's naming, ``<folder>/elmo_<stem>_options.json`` and
+    ``elmo_<stem>_<weights>.hdf5`` (``stem``: the folder's name by default). Every one has two
+    LSTM layers, clips of 3 and skip connections: ``ElmoConfig``'s defaults."""
+    stem = f"elmo_{stem or folder}"
+    config = ElmoConfig(
+        filters=_FILTERS,
+        char_embedding_dim=16,
+        n_highway=n_highway,
+        activation="relu",
+        projection_dim=projection_dim,
+        lstm_dim=lstm_dim,
     )
+    return PublishedModel(name, folder, f"{stem}_options.json", f"{stem}_{weights}.hdf5", config)
 
 
-_ORIGINAL = _architecture(projection_dim=512, lstm_dim=4096, n_highway=2)
+# What each was trained on, and its size: docs/models.md.
+_ORIGINAL = (512, 4096, 2)
 MODELS = {
     model.name: model
     for model in (
-        _allennlp(
-            "small",
-            "2x1024_128_2048cnn_1xhighway",
-            _architecture(projection_dim=128, lstm_dim=1024, n_highway=1),
-            "1 Billion Word Benchmark (800 M tokens)",
-        ),
-        _allennlp(
-            "medium",
-            "2x2048_256_2048cnn_1xhighway",
-            _architecture(projection_dim=256, lstm_dim=2048, n_highway=1),
-            "1 Billion Word Benchmark (800 M tokens)",
-        ),
-        _allennlp(
-            "original",
-            "2x4096_512_2048cnn_2xhighway",
-            _ORIGINAL,
-            "1 Billion Word Benchmark (800 M tokens)",
-        ),
-        _allennlp(
-            "original_5.5b",
-            "2x4096_512_2048cnn_2xhighway_5.5B",
-            _ORIGINAL,
-            "Wikipedia (1.9 B tokens) and WMT 2008-2012 news crawl (3.6 B)",
-        ),
-        PublishedModel(
+        _model("small", "2x1024_128_2048cnn_1xhighway", 128, 1024, 1),
+        _model("medium", "2x2048_256_2048cnn_1xhighway", 256, 2048, 1),
+        _model("original", "2x4096_512_2048cnn_2xhighway", *_ORIGINAL),
+        _model("original_5.5b", "2x4096_512_2048cnn_2xhighway_5.5B", *_ORIGINAL),
+        _model(
             "pubmed",
             "contributed/pubmed",
-            "elmo_2x4096_512_2048cnn_2xhighway_options.json",
-            "elmo_2x4096_512_2048cnn_2xhighway_weights_PubMed_only.hdf5",
-            _ORIGINAL,
-            "PubMed abstracts (contributed to AllenNLP)",
+            *_ORIGINAL,
+            stem="2x4096_512_2048cnn_2xhighway",
+            weights="weights_PubMed_only",
         ),
     )
 }
