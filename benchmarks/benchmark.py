@@ -33,7 +33,7 @@ make_corpus.py), it measures:
      FLOPs per real token, as a fraction of the measured matmul rate;
   5. with --onnx, the ONNX export (``elmo-tf export onnx``, made once per shape into
      --weights-dir, where a child also checks its outputs against ``model.embed`` on the
-     workload's first 64 sentences, within the test suite's tolerance, tests/numerics.py)
+     workload's first 64 sentences, within the test suite's tolerance, tests/support/numerics.py)
      run in ONNX Runtime on the CPU through ``OnnxModel.embed_batches`` (the path of
      ``elmo-tf embed --onnx``), timed as in 2, in a child that imports no TensorFlow; with
      its ratio to elmo-tf per shape and batch size. Batch size 1 is one sentence per call:
@@ -512,8 +512,8 @@ def threads_note(settings):
 
 @functools.cache
 def numerics_module():
-    """The test suite's tolerances (tests/numerics.py): one statement of them."""
-    path = os.path.join(ROOT, "tests", "numerics.py")
+    """The test suite's tolerances (tests/support/numerics.py): one statement of them."""
+    path = os.path.join(ROOT, "tests", "support", "numerics.py")
     spec = importlib.util.spec_from_file_location("_elmo_numerics", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -2,7 +2,7 @@
 # Runs the whole test suite under each CPU configuration that changes float32 kernels
 # (oneDNN instruction-set caps, oneDNN off, 1 and 8 intra-op threads) and prints, per
 # configuration, the largest reordering error any test saw, in ulps of scale (see
-# tests/numerics.py). About 3 minutes per configuration on 2 cores; logs in $OUT.
+# tests/support/numerics.py). About 3 minutes per configuration on 2 cores; logs in $OUT.
 #
 #   bash scripts/numerics_matrix.sh [OUT_DIR]
 set -uo pipefail

@@ -5,7 +5,7 @@ Keras 2 model, and it calls the model on one stacked tensor, while ELMo takes ra
 lists. This handler loads the model once per worker process (``RunInference`` keeps it in a
 per-process ``Shared`` handle) and runs each Beam batch through ``ELMo.embed_batches``: the
 path of ``model.embed`` and ``elmo-tf embed``, so the numbers are theirs up to float32
-summation order (batch composition changes kernel blocking, see ``tests/numerics.py``).
+summation order (batch composition changes kernel blocking, see ``tests/support/numerics.py``).
 
 Example: a token list (``["The", "cat", "sat"]``; ``[]`` for a blank line). Prediction: a
 ``PredictionResult`` holding the example and, per ``layers``:

@@ -1,0 +1,607 @@
+"""The ONNX export: built-in operators only, both axes dynamic, ONNX Runtime reproduces ``embed``
+(tiny and small shapes, ragged batches), each weight stored once, the export's memory bounded,
+the runner refuses bad input and runs without TensorFlow, and the Triton model repository
+describes the model it holds."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import h5py
+import keras
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+from support.fixtures import made_once
+from support.numerics import assert_reordered
+from support.paths import ROOT
+from support.special_files import special_file
+
+import elmo_tf
+from elmo_tf.cli.main import main
+from elmo_tf.embedding_file import read_sentences, write_embeddings
+from elmo_tf.errors import ModelFileError
+from elmo_tf.export.onnx import OnnxModel, check_char_ids, run_onnx, session
+from elmo_tf.export.onnx_export import OPSET, non_standard_operators, operators
+from elmo_tf.export.onnx_triton import write_triton_repository
+from elmo_tf.models import output_keys
+
+pytestmark = pytest.mark.numerics  # the TensorFlow side runs again under a capped oneDNN ISA
+
+
+REPO = str(ROOT)
+
+
+OUTPUT_KEYS = output_keys(2)  # every test model has two LSTM layers
+
+
+# Padding rows, a one-token sentence, words past 50 characters (cut to 48 bytes), multi-byte
+# characters, an empty sentence, and lengths from 0 to 30.
+RAGGED = [
+    ["The", "bank", "closed", "."],
+    ["Hi"],
+    [],
+    ["x" * 60, "Zürich", "é" * 30, "!"],
+    ["a", "rose", "is", "a", "rose", "is", "a", "rose"] * 3 + ["."] * 6,
+    ["one"],
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_onnx(tmp_path_factory, tiny_files):
+    """``(model.onnx, Triton repository)`` of the tiny model, as ``elmo-tf export onnx
+    OUTPUT --triton DIR`` writes them."""
+    options, weights = tiny_files
+
+    def make(directory):
+        argv = ["export", "onnx", str(directory / "elmo.onnx"), "--triton", str(directory / "tr")]
+        assert main(argv + ["--options", str(options), "--weights", str(weights)]) == 0
+
+    directory = made_once(tmp_path_factory, "tiny_onnx", make)
+    return directory / "elmo.onnx", directory / "tr"
+
+
+@pytest.fixture(scope="module")
+def tiny_session(tiny_onnx):
+    return session(tiny_onnx[0])
+
+
+@pytest.mark.slow
+def test_export_has_one_dynamic_input_named_outputs_and_builtin_operators_only(
+    tiny_onnx, tiny_files
+):
+    proto = onnx.load(str(tiny_onnx[0]))
+    graph = proto.graph
+
+    def shape(value):
+        return [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
+
+    assert [(i.name, i.type.tensor_type.elem_type, shape(i)) for i in graph.input] == [
+        ("char_ids", onnx.TensorProto.INT32, ["batch", "time", 50])
+    ]
+    assert [(o.name, shape(o)) for o in graph.output] == [
+        ("word_emb", ["batch", "time", 16]),
+        ("lstm_outputs1", ["batch", "time", 32]),
+        ("lstm_outputs2", ["batch", "time", 32]),
+        ("elmo", ["batch", "time", 32]),
+        ("default", ["batch", 32]),
+        ("sequence_len", ["batch"]),
+    ]
+    assert [(o.domain, o.version) for o in proto.opset_import] == [("", OPSET)]
+    found = operators(proto)
+    # Every node, those inside the LSTM loops' bodies too, is of the default ONNX domain: no
+    # custom op, no com.microsoft contrib op.
+    assert {domain for domain, _ in found} == {""}
+    assert all(onnx.defs.has(op, OPSET) for _, op in found)
+    assert ("", "Loop") in found and ("", "Unique") in found  # the time loop is not unrolled
+    assert non_standard_operators(proto) == []
+    metadata = {p.key: p.value for p in proto.metadata_props}
+    options = json.loads(tiny_files[0].read_text(encoding="utf-8"))
+    assert json.loads(metadata["elmo_tf.options"])["lstm"]["dim"] == options["lstm"]["dim"]
+    assert metadata["elmo_tf.version"] == elmo_tf.__version__
+
+
+@pytest.mark.slow
+def test_outputs_equal_the_model_on_golden_batches(tiny_session, tiny_model, golden):
+    meta, _ = golden
+    for name, keys in meta["batches"].items():
+        char_ids = elmo_tf.batch_to_ids([meta["sentences"][k] for k in keys])
+        outputs = run_onnx(tiny_session, char_ids)
+        assert list(outputs) == list(OUTPUT_KEYS)
+        expected = tiny_model(char_ids)
+        for key in OUTPUT_KEYS:
+            assert_reordered(outputs[key], expected[key], err_msg=f"{name} {key}")
+
+
+@pytest.mark.slow
+def test_ragged_batches_of_every_shape_in_one_session_equal_embed(tiny_session, tiny_model):
+    """One session, the batch and the length changing from call to call, all-zero rows
+    (padding sentences) among real ones: each row equals ``embed``'s numbers for it, and the
+    padding is zero."""
+    expected = tiny_model.embed(RAGGED)
+    for rows, pad_rows, extra_length in [(6, 0, 0), (3, 2, 5), (1, 0, 0), (2, 7, 1), (6, 1, 40)]:
+        sentences = RAGGED[:rows]
+        char_ids = elmo_tf.batch_to_ids(sentences)
+        length = char_ids.shape[1] + extra_length
+        padded = np.zeros([rows + pad_rows, length, 50], np.int32)
+        padded[:rows, : char_ids.shape[1]] = char_ids
+        outputs = run_onnx(tiny_session, padded)
+        for key in OUTPUT_KEYS:
+            value = outputs[key]
+            assert value.shape[0] == rows + pad_rows
+            if value.ndim == 3:
+                assert value.shape[1] == length
+                want = expected[key][:rows, : min(length, expected[key].shape[1])]
+                assert_reordered(value[:rows, : want.shape[1]], want, err_msg=key)
+                assert not value[:rows, want.shape[1] :].any()  # past every sentence: zeros
+            else:
+                assert_reordered(value[:rows], expected[key][:rows], err_msg=key)
+            assert not value[rows:].any(), key  # padding rows: zeros
+    empty = run_onnx(tiny_session, np.zeros([0, 0, 50], np.int32))
+    assert {key: v.shape for key, v in empty.items()} == {
+        "word_emb": (0, 0, 16),
+        **{key: (0, 0, 32) for key in ("lstm_outputs1", "lstm_outputs2", "elmo")},
+        "default": (0, 32),
+        "sequence_len": (0,),
+    }
+
+
+def _weight_only_nodes(graph):
+    """The op types of the nodes of ``graph`` (not its subgraphs) that read only initializers,
+    directly or through other such nodes."""
+    constant = {i.name for i in graph.initializer}
+    found = []
+    for node in graph.node:  # in topological order
+        if node.op_type != "Loop" and all(name in constant for name in node.input if name):
+            constant.update(node.output)
+            found.append(node.op_type)
+    return found
+
+
+@pytest.mark.slow
+def test_weights_are_the_models_variables_stored_once(tiny_onnx, tiny_model, tmp_path):
+    """Each weight is one initializer named by its variable's path, holding its value; the
+    rest of the file's constants are a few shapes and axes: no converted copy of a weight
+    (sliced, transposed), as tf2onnx writes when the weights are frozen into its graph. ONNX
+    Runtime folds the nodes that read only weights when it loads the file (basic level)."""
+    proto = onnx.load(str(tiny_onnx[0]))
+    stored = {i.name: onnx.numpy_helper.to_array(i) for i in proto.graph.initializer}
+    for variable in tiny_model.variables:
+        value = keras.ops.convert_to_numpy(variable.value)
+        np.testing.assert_array_equal(stored.pop(variable.path), value, err_msg=variable.path)
+    # The other constants: 980 bytes in the small and full shapes; a copy of the smallest LSTM
+    # weight matrix (the projection, 32 x 16 float32) alone would be 2048.
+    assert sum(value.nbytes for value in stored.values()) < 2048
+
+    # The file holds such nodes (the control of the check below), ONNX Runtime's graph none.
+    assert {"Slice", "Transpose"} <= set(_weight_only_nodes(proto.graph))
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(tmp_path / "optimised.onnx")
+    onnxruntime.InferenceSession(str(tiny_onnx[0]), options)
+    optimised = onnx.load(options.optimized_model_filepath)
+    assert _weight_only_nodes(optimised.graph) == []
+
+
+@pytest.mark.slow
+def test_small_shape_equals_embed_and_exports_in_bounded_memory(small_official_files, tmp_path):
+    """The published small shape (random weights), through ``elmo_tf.export.export_onnx`` in
+    a process of its own: the export adds little to the process's peak memory once the model
+    is loaded (0.3 GB measured, docs/performance.md; 3 GB when tf2onnx converted the weights
+    frozen into its graph), and the file gives ``embed``'s numbers."""
+    path = tmp_path / "small.onnx"
+    script = f"""
+import resource, sys
+import elmo_tf
+from elmo_tf.export.onnx_export import export_onnx
+
+def peak_bytes():  # ru_maxrss: KiB on Linux, bytes on macOS
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (
+        1 if sys.platform == "darwin" else 1024
+    )
+
+model = elmo_tf.load_pretrained(*{[str(f) for f in small_official_files]!r})
+loaded = peak_bytes()
+size = export_onnx(model, {str(path)!r})
+print(size, peak_bytes() - loaded)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": REPO},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    size, added = (int(n) for n in done.stdout.split())
+    assert size == path.stat().st_size
+    assert added < 1e9, f"the export raised the peak RSS by {added / 1e9:.2f} GB"
+    model = elmo_tf.load_pretrained(*small_official_files)
+    outputs = OnnxModel(path).embed(RAGGED)
+    expected = model.embed(RAGGED)
+    for key in OUTPUT_KEYS:
+        assert_reordered(outputs[key], expected[key], err_msg=key)
+
+
+@pytest.mark.parametrize(
+    ("char_ids", "message"),
+    [
+        (
+            np.zeros([2, 50], np.int32),
+            r"char_ids must have shape \[batch, time, 50\] .*, got \(2, 50\)",
+        ),
+        (np.zeros([1, 2, 49], np.int32), r"shape \[batch, time, 50\] .*, got \(1, 2, 49\)"),
+        (np.zeros([1, 2, 50], np.float32), "char_ids must be integers .*, got dtype float32"),
+        (np.zeros([1, 2, 50], bool), "char_ids must be integers .*, got dtype bool"),
+        (np.full([1, 2, 50], 262), r"char_ids must be in \[0, 261\] .*, got 262"),
+        (np.full([1, 2, 50], -1, np.int64), r"char_ids must be in \[0, 261\] .*, got -1"),
+        (np.array([[["a"] * 50]]), "char_ids must be integers .*, got dtype <U1"),
+    ],
+)
+def test_bad_char_ids_are_refused_in_one_line(char_ids, message):
+    with pytest.raises(ValueError, match=message) as error:
+        check_char_ids(char_ids)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.slow
+def test_the_runner_checks_before_running(tiny_session):
+    with pytest.raises(ValueError, match=r"got 300"):
+        run_onnx(tiny_session, np.full([1, 1, 50], 300, np.int32))
+    # Any integer dtype in range runs, as int32.
+    ids = elmo_tf.batch_to_ids([["Hello"]])
+    expected = run_onnx(tiny_session, ids)
+    actual = run_onnx(tiny_session, ids.astype(np.uint16))
+    np.testing.assert_array_equal(actual["elmo"], expected["elmo"])
+
+
+def test_a_file_onnx_runtime_cannot_load_is_one_line(tmp_path):
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\x00not an onnx model\xff" * 10)
+    with pytest.raises(ModelFileError, match=f"{garbage}: ONNX Runtime cannot load it") as error:
+        OnnxModel(garbage)
+    assert "\n" not in str(error.value)
+    with pytest.raises(ModelFileError, match="missing.onnx: ONNX file not found"):
+        run_onnx(tmp_path / "missing.onnx", np.zeros([1, 1, 50], np.int32))
+
+
+def test_onnx_runtime_warnings_stay_off_stderr(tmp_path, capfd):
+    # An output declared [7, 7, 7] that the graph makes [b, t, 50]: ONNX Runtime warns in a
+    # coloured C++ line ("Error merging shape info") while loading, before the contract check.
+    helper = onnx.helper
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["char_ids"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("char_ids", onnx.TensorProto.INT32, ["b", "t", 50])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.INT32, [7, 7, 7])],
+    )
+    path = tmp_path / "warns.onnx"
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(ModelFileError, match="not an ELMo export: outputs word_emb"):
+        session(path)
+    assert capfd.readouterr().err == ""
+
+
+def _identity_model(path, initializer=None):
+    value = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["w" if initializer else "x"], ["y"])],
+        "g",
+        [] if initializer else [value("x", onnx.TensorProto.INT32, [None, None, 50])],
+        [value("y", onnx.TensorProto.FLOAT if initializer else onnx.TensorProto.INT32, None)],
+        initializer=[initializer] if initializer else [],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", OPSET)])
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def _contract_model(
+    path, input_type=onnx.TensorProto.INT32, input_shape=("b", "t", 50), outputs=None, metadata=None
+):
+    """An ONNX file with an export's input and outputs (each a Cast of the input), and the
+    ``elmo_tf.options`` metadata ``metadata`` (none if ``None``)."""
+    helper = onnx.helper
+    if outputs is None:
+        outputs = {
+            name: onnx.TensorProto.FLOAT
+            for name in ("word_emb", "lstm_outputs1", "elmo", "default")
+        }
+        outputs["sequence_len"] = onnx.TensorProto.INT32
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["char_ids"], [name], to=kind) for name, kind in outputs.items()],
+        "g",
+        [helper.make_tensor_value_info("char_ids", input_type, list(input_shape))],
+        [helper.make_tensor_value_info(name, kind, None) for name, kind in outputs.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    if metadata is not None:
+        helper.set_model_props(model, {"elmo_tf.options": metadata})
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_an_onnx_file_that_is_not_an_elmo_export_is_refused(tmp_path):
+    path = _contract_model(tmp_path / "no-metadata.onnx")
+    with pytest.raises(ModelFileError, match="no elmo_tf.options metadata; not an ELMo export"):
+        OnnxModel(path)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "its input is 'x' tensor(int32)"),
+        ({"input_type": onnx.TensorProto.FLOAT}, "its input is 'char_ids' tensor(float)"),
+        ({"input_shape": (2**40, "t", 50)}, "its input is 'char_ids' tensor(int32) [1099511627776"),
+        ({"input_shape": ("b", "t", 49)}, "its input is 'char_ids' tensor(int32) ['b', 't', 49]"),
+        (
+            {"outputs": {"elmo": onnx.TensorProto.FLOAT}},
+            "outputs word_emb (missing), default (missing)",
+        ),
+        (
+            {
+                "outputs": {
+                    n: onnx.TensorProto.FLOAT
+                    for n in ("word_emb", "lstm_outputs1", "elmo", "default", "sequence_len")
+                }
+            },
+            "outputs sequence_len (tensor(float))",
+        ),
+    ],
+    ids=[
+        "other input",
+        "float input",
+        "fixed batch",
+        "width 49",
+        "missing outputs",
+        "float lengths",
+    ],
+)
+def test_an_onnx_model_with_other_inputs_or_outputs_is_refused_in_one_line(
+    tmp_path, arguments, message
+):
+    # Such a file ran and returned its own outputs, or failed inside ONNX Runtime (embed --onnx
+    # printed a 26-37 line traceback).
+    if arguments:
+        path = _contract_model(tmp_path / "other.onnx", **arguments, metadata="{}")
+    else:
+        path = _identity_model(tmp_path / "other.onnx")
+    for call in (lambda: OnnxModel(path), lambda: run_onnx(path, np.zeros([1, 1, 50], np.int32))):
+        with pytest.raises(
+            ModelFileError, match=re.escape(f"{path}: not an ELMo export: {message}")
+        ):
+            call()
+    runner = onnxruntime.InferenceSession(str(path))  # a session made by hand: checked too
+    with pytest.raises(ModelFileError, match=re.escape(f"not an ELMo export: {message}")):
+        run_onnx(runner, np.zeros([1, 1, 50], np.int32))
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ("{{{{", "its elmo_tf.options metadata: not a valid JSON options.json (Expecting"),
+        (" " * 2_000_000, "its elmo_tf.options metadata is larger than 1048576 bytes"),
+        (
+            '{"lstm": {"dim": 1}, "lstm": {}}',
+            "its elmo_tf.options metadata: not a valid JSON options.json (the key 'lstm' "
+            "appears twice",
+        ),
+    ],
+    ids=["not JSON", "2 MB", "a key twice"],
+)
+def test_an_exports_options_metadata_is_read_as_an_options_file(tmp_path, metadata, message):
+    path = _contract_model(tmp_path / "m.onnx", metadata=metadata)
+    with pytest.raises(ModelFileError, match=re.escape(f"{path}: {message}")):
+        OnnxModel(path)
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("fifo", "is a named pipe, not an ONNX file"),
+        ("directory", "is a directory, not an ONNX file"),
+    ],
+)
+def test_an_onnx_path_that_is_no_file_says_what_it_is(tmp_path, kind, message):
+    path = tmp_path / "m.onnx"
+    if kind == "fifo":
+        special_file(path, "fifo")
+    else:
+        path.mkdir()
+    with pytest.raises(ModelFileError, match=re.escape(f"{path}: {message}")):
+        OnnxModel(path)
+
+
+def test_onnx_model_embed_refuses_a_string_for_sentences(tiny_onnx):
+    # A string was embedded as one sentence per character.
+    with pytest.raises(TypeError, match="sentences is one string"):
+        OnnxModel(tiny_onnx[0]).embed("hello world")
+
+
+@pytest.mark.parametrize("where", ["parent", "symlink", "absolute"])
+def test_external_data_outside_the_model_directory_is_refused(tmp_path, where):
+    """A hostile file naming a file outside its directory as a weight's data (a relative path
+    out, a link in its directory pointing out, an absolute path): ONNX Runtime refuses to load
+    it, so nothing is read."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"0123456789abcdef")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "link").symlink_to(secret)
+    location = {"parent": "../secret", "symlink": "link", "absolute": str(secret)}[where]
+    weight = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[4])
+    weight.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in {"location": location, "offset": "0", "length": "16"}.items():
+        weight.external_data.add(key=key, value=value)
+    path = _identity_model(tmp_path / "model" / "m.onnx", initializer=weight)
+    with pytest.raises(ModelFileError, match="ONNX Runtime cannot load it .*[Ee]xternal data"):
+        session(path)
+
+
+@pytest.mark.slow
+def test_runs_without_tensorflow(tiny_onnx, tiny_model, tmp_path):
+    """``run_onnx`` and ``elmo-tf embed --onnx`` in processes where TensorFlow is never
+    imported (Keras on JAX for ``import elmo_tf``), with the numbers of the TensorFlow model."""
+    path, _ = tiny_onnx
+    ids = elmo_tf.batch_to_ids(RAGGED)
+    np.save(tmp_path / "ids.npy", ids)
+    script = f"""
+import sys
+import numpy as np
+from elmo_tf.export.onnx import run_onnx
+outputs = run_onnx({str(path)!r}, np.load({str(tmp_path / "ids.npy")!r}))
+np.savez({str(tmp_path / "out.npz")!r}, **outputs)
+assert "tensorflow" not in sys.modules, "tensorflow was imported"
+print("ok")
+"""
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": REPO}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout == "ok\n", done.stderr[-3000:]
+    with np.load(tmp_path / "out.npz") as outputs:
+        assert list(outputs) == list(OUTPUT_KEYS)
+        np.testing.assert_array_equal(outputs["elmo"], run_onnx(path, ids)["elmo"])
+
+    # The command line: -X importtime lists every module the process imported.
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("\n".join(" ".join(s) for s in RAGGED) + "\n", encoding="utf-8")
+    out = tmp_path / "onnx.hdf5"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "elmo_tf", "embed", str(sentences),
+         str(out), "--onnx", str(path)],
+        env={**os.environ, "PYTHONPATH": REPO}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
+    assert "onnxruntime" in imported
+    assert not [m for m in imported if m.split(".")[0] in ("tensorflow", "keras")]
+
+    # Same file as elmo-tf embed with the TensorFlow model writes.
+    write_embeddings(tiny_model, read_sentences(sentences), tmp_path / "tf.hdf5")
+    with h5py.File(out) as actual, h5py.File(tmp_path / "tf.hdf5") as expected:
+        assert sorted(actual) == sorted(expected)
+        assert actual["sentence_to_index"][0] == expected["sentence_to_index"][0]
+        for name in expected:
+            if name != "sentence_to_index":
+                assert_reordered(actual[name][()], expected[name][()], err_msg=name)
+
+
+def _triton_model_config_class():
+    """Triton's ``inference.ModelConfig`` message, the fields the export writes (names, types
+    and numbers of Triton's model_config.proto), for protobuf's own text-format parser: it
+    refuses a field that does not exist and a value of the wrong type."""
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="triton_model_config_subset.proto", package="inference", syntax="proto3"
+    )
+    data_type = proto.enum_type.add(name="DataType")
+    for number, name in enumerate(
+        ["INVALID", "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+         "INT64", "FP16", "FP32", "FP64", "STRING", "BF16"]
+    ):  # fmt: skip
+        data_type.value.add(name=f"TYPE_{name}", number=number)
+    field = descriptor_pb2.FieldDescriptorProto
+    optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
+
+    def message(name, fields):
+        entry = proto.message_type.add(name=name)
+        for number, (field_name, kind, label, type_name) in fields.items():
+            entry.field.add(
+                name=field_name, number=number, type=kind, label=label, type_name=type_name
+            )
+
+    message("ModelTensorReshape", {1: ("shape", field.TYPE_INT64, repeated, None)})
+    tensor = {
+        1: ("name", field.TYPE_STRING, optional, None),
+        2: ("data_type", field.TYPE_ENUM, optional, ".inference.DataType"),
+        5: ("reshape", field.TYPE_MESSAGE, optional, ".inference.ModelTensorReshape"),
+    }
+    message("ModelInput", {**tensor, 4: ("dims", field.TYPE_INT64, repeated, None)})
+    message("ModelOutput", {**tensor, 3: ("dims", field.TYPE_INT64, repeated, None)})
+    message(
+        "ModelDynamicBatching",
+        {
+            1: ("preferred_batch_size", field.TYPE_INT32, repeated, None),
+            2: ("max_queue_delay_microseconds", field.TYPE_UINT64, optional, None),
+        },
+    )
+    message(
+        "ModelConfig",
+        {
+            1: ("name", field.TYPE_STRING, optional, None),
+            2: ("platform", field.TYPE_STRING, optional, None),
+            17: ("backend", field.TYPE_STRING, optional, None),
+            4: ("max_batch_size", field.TYPE_INT32, optional, None),
+            5: ("input", field.TYPE_MESSAGE, repeated, ".inference.ModelInput"),
+            6: ("output", field.TYPE_MESSAGE, repeated, ".inference.ModelOutput"),
+            11: (
+                "dynamic_batching",
+                field.TYPE_MESSAGE,
+                optional,
+                ".inference.ModelDynamicBatching",
+            ),
+        },
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("inference.ModelConfig"))
+
+
+@pytest.mark.slow
+def test_triton_repository_describes_the_model_it_holds(tiny_onnx, tiny_session):
+    path, repository = tiny_onnx
+    assert sorted(p.name for p in (repository / "elmo").iterdir()) == ["1", "config.pbtxt"]
+    model_file = repository / "elmo" / "1" / "model.onnx"
+    assert model_file.read_bytes() == path.read_bytes()
+
+    config_class = _triton_model_config_class()
+    config = text_format.Parse((repository / "elmo" / "config.pbtxt").read_text(), config_class())
+    assert (config.name, config.backend, config.max_batch_size) == ("elmo", "onnxruntime", 64)
+    assert config.dynamic_batching.max_queue_delay_microseconds > 0
+
+    # Names, types and dims against the ONNX model's own: Triton's dims leave out the batch
+    # axis and write a dynamic one as -1; a tensor of the batch axis alone is [1] -> [].
+    proto = onnx.load(str(model_file))
+    types = {onnx.TensorProto.INT32: "TYPE_INT32", onnx.TensorProto.FLOAT: "TYPE_FP32"}
+
+    def described(value):
+        dims = [d.dim_value or -1 for d in value.type.tensor_type.shape.dim]
+        return (value.name, types[value.type.tensor_type.elem_type], dims[1:] or [1])
+
+    def declared(entry):
+        type_name = config_class.DESCRIPTOR.file.enum_types_by_name["DataType"]
+        return (entry.name, type_name.values_by_number[entry.data_type].name, list(entry.dims))
+
+    assert [declared(i) for i in config.input] == [described(i) for i in proto.graph.input]
+    assert [declared(o) for o in config.output] == [described(o) for o in proto.graph.output]
+    assert [(o.name, list(o.reshape.shape), o.HasField("reshape")) for o in config.output][-1] == (
+        "sequence_len",
+        [],
+        True,
+    )
+    assert not any(o.HasField("reshape") for o in config.output[:-1])
+
+    # ONNX Runtime runs the repository's model, batch and time dynamic as the dims say.
+    repository_session = onnxruntime.InferenceSession(str(model_file))
+    for sentences in (RAGGED, RAGGED[:1]):
+        ids = elmo_tf.batch_to_ids(sentences)
+        actual = run_onnx(repository_session, ids)
+        expected = run_onnx(tiny_session, ids)
+        for key in OUTPUT_KEYS:
+            np.testing.assert_array_equal(actual[key], expected[key])
+
+
+@pytest.mark.slow
+def test_a_second_triton_export_adds_a_version(tiny_onnx, tmp_path):
+    repository = tmp_path / "tr"
+    shutil.copytree(tiny_onnx[1], repository)
+    model = onnx.load(str(tiny_onnx[0]))
+    written = write_triton_repository(model, repository, max_batch_size=8)
+    assert written == str(repository / "elmo" / "2" / "model.onnx")
+    assert sorted(p.name for p in (repository / "elmo").iterdir()) == ["1", "2", "config.pbtxt"]
+    assert "max_batch_size: 8\n" in (repository / "elmo" / "config.pbtxt").read_text()

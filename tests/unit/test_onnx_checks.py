@@ -1,0 +1,210 @@
+"""The ONNX export's and runner's checks that need no conversion: operators outside ONNX
+reported, the Triton config's fields, user errors before the model loads."""
+
+import os
+
+import onnx
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+
+from elmo_tf.cli.main import main
+from elmo_tf.export.onnx_export import OPSET, non_standard_operators
+
+
+def test_operators_outside_onnx_are_reported():
+    # The negative control of the check above: a contrib op, a custom domain, and a TensorFlow
+    # op left as it was (default domain, a name ONNX does not define).
+    nodes = [
+        onnx.helper.make_node("FusedMatMul", ["x", "x"], ["a"], domain="com.microsoft"),
+        onnx.helper.make_node("Mine", ["a"], ["b"], domain="my.ops"),
+        onnx.helper.make_node("UniqueV2", ["b"], ["c"]),
+        onnx.helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    value = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph(nodes, "g", [value("x", 1, [2, 2])], [value("y", 1, [2, 2])])
+    proto = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", OPSET)])
+    assert non_standard_operators(proto) == [
+        ("", "UniqueV2"),
+        ("com.microsoft", "FusedMatMul"),
+        ("my.ops", "Mine"),
+    ]
+
+
+def _identity_model(path, initializer=None):
+    value = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["w" if initializer else "x"], ["y"])],
+        "g",
+        [] if initializer else [value("x", onnx.TensorProto.INT32, [None, None, 50])],
+        [value("y", onnx.TensorProto.FLOAT if initializer else onnx.TensorProto.INT32, None)],
+        initializer=[initializer] if initializer else [],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", OPSET)])
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def _triton_model_config_class():
+    """Triton's ``inference.ModelConfig`` message, the fields the export writes (names, types
+    and numbers of Triton's model_config.proto), for protobuf's own text-format parser: it
+    refuses a field that does not exist and a value of the wrong type."""
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="triton_model_config_subset.proto", package="inference", syntax="proto3"
+    )
+    data_type = proto.enum_type.add(name="DataType")
+    for number, name in enumerate(
+        ["INVALID", "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+         "INT64", "FP16", "FP32", "FP64", "STRING", "BF16"]
+    ):  # fmt: skip
+        data_type.value.add(name=f"TYPE_{name}", number=number)
+    field = descriptor_pb2.FieldDescriptorProto
+    optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
+
+    def message(name, fields):
+        entry = proto.message_type.add(name=name)
+        for number, (field_name, kind, label, type_name) in fields.items():
+            entry.field.add(
+                name=field_name, number=number, type=kind, label=label, type_name=type_name
+            )
+
+    message("ModelTensorReshape", {1: ("shape", field.TYPE_INT64, repeated, None)})
+    tensor = {
+        1: ("name", field.TYPE_STRING, optional, None),
+        2: ("data_type", field.TYPE_ENUM, optional, ".inference.DataType"),
+        5: ("reshape", field.TYPE_MESSAGE, optional, ".inference.ModelTensorReshape"),
+    }
+    message("ModelInput", {**tensor, 4: ("dims", field.TYPE_INT64, repeated, None)})
+    message("ModelOutput", {**tensor, 3: ("dims", field.TYPE_INT64, repeated, None)})
+    message(
+        "ModelDynamicBatching",
+        {
+            1: ("preferred_batch_size", field.TYPE_INT32, repeated, None),
+            2: ("max_queue_delay_microseconds", field.TYPE_UINT64, optional, None),
+        },
+    )
+    message(
+        "ModelConfig",
+        {
+            1: ("name", field.TYPE_STRING, optional, None),
+            2: ("platform", field.TYPE_STRING, optional, None),
+            17: ("backend", field.TYPE_STRING, optional, None),
+            4: ("max_batch_size", field.TYPE_INT32, optional, None),
+            5: ("input", field.TYPE_MESSAGE, repeated, ".inference.ModelInput"),
+            6: ("output", field.TYPE_MESSAGE, repeated, ".inference.ModelOutput"),
+            11: (
+                "dynamic_batching",
+                field.TYPE_MESSAGE,
+                optional,
+                ".inference.ModelDynamicBatching",
+            ),
+        },
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("inference.ModelConfig"))
+
+
+def test_triton_config_is_refused_with_a_misspelt_field():
+    # The negative control of the parser above: it refuses what Triton would refuse.
+    with pytest.raises(text_format.ParseError, match="max_batch_sizes"):
+        text_format.Parse("max_batch_sizes: 4", _triton_model_config_class()())
+    with pytest.raises(text_format.ParseError):
+        text_format.Parse('input [ { dims: [ "x" ] } ]', _triton_model_config_class()())
+
+
+def test_export_user_errors_exit_1_before_the_model_loads(
+    tmp_path, tiny_files, capsys, monkeypatch
+):
+    options, weights = tiny_files
+    monkeypatch.setattr(
+        "elmo_tf.cli.export.load_model", lambda *a, **k: pytest.fail("the model was loaded")
+    )
+    model = ["--options", str(options), "--weights", str(weights)]
+    (tmp_path / "a-file").write_text("kept\n", encoding="utf-8")
+    copy = tmp_path / "weights.hdf5"
+    copy.write_bytes(weights.read_bytes())
+    # A repository whose config.pbtxt is (a link to) the weight file the model is read from.
+    config = tmp_path / "tr" / "elmo" / "config.pbtxt"
+    config.parent.mkdir(parents=True)
+    config.symlink_to(copy)
+    repos = tmp_path / "repos"
+    (repos / "elmo-file").mkdir(parents=True)
+    (repos / "elmo-file" / "elmo").write_text("kept\n", encoding="utf-8")
+    (repos / "config-dir" / "elmo" / "config.pbtxt").mkdir(parents=True)
+    (repos / "last-version" / "elmo" / str(2**63 - 1)).mkdir(parents=True)
+    for argv, message in [
+        ([*model], "give OUTPUT (an .onnx file), --triton DIR, or both"),
+        ([str(tmp_path), *model], f"{tmp_path}: names a directory, expected an .onnx file name"),
+        (
+            [str(copy), "--options", str(options), "--weights", str(copy)],
+            f"{copy}: is an input file; choose another output name",
+        ),
+        (
+            ["--triton", str(tmp_path / "a-file"), *model],
+            f"--triton {tmp_path / 'a-file'}: is a file, expected a model repository",
+        ),
+        (
+            ["--triton", str(tmp_path / "tr"), "--triton-max-batch-size", "0", *model],
+            "--triton-max-batch-size must be an integer from 1 to 2147483647, got 0",
+        ),
+        # Triton's max_batch_size is an int32: 2**31 was written, and Triton refused the config.
+        (
+            ["--triton", str(tmp_path / "tr"), "--triton-max-batch-size", str(2**31), *model],
+            "--triton-max-batch-size must be an integer from 1 to 2147483647, got 2147483648",
+        ),
+        (["--triton", "", *model], "--triton is empty; name the model repository directory"),
+        # Each refused after the model had loaded and converted; now before it loads.
+        (
+            ["--triton", str(repos / "elmo-file"), *model],
+            f"{repos / 'elmo-file' / 'elmo'}: is a file; a Triton repository holds the model's",
+        ),
+        (
+            ["--triton", str(repos / "config-dir"), *model],
+            f"{repos / 'config-dir' / 'elmo' / 'config.pbtxt'}: is a directory; config.pbtxt is",
+        ),
+        (
+            ["--triton", str(repos / "last-version"), *model],
+            f"{repos / 'last-version' / 'elmo'}: holds version 9,223,372,036,854,775,807, the "
+            "highest Triton reads",
+        ),
+        (
+            ["--triton", str(tmp_path / "tr"), "--options", str(options), "--weights", str(copy)],
+            f"--triton {tmp_path / 'tr'}: {config} is an input file",
+        ),
+    ]:
+        assert main(["export", "onnx", *argv]) == 1
+        err = capsys.readouterr().err
+        (line,) = err.strip().splitlines()
+        assert line.startswith(f"elmo-tf export: error: {message}"), err
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "kept\n"
+    assert copy.read_bytes() == weights.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "repos", "tr", "weights.hdf5"]
+    assert [p.name for p in config.parent.iterdir()] == ["config.pbtxt"]
+
+
+def test_embed_onnx_user_errors_exit_1(tmp_path, capsys):
+    sentences = tmp_path / "in.txt"
+    sentences.write_text("Hello world\n", encoding="utf-8")
+    model = _identity_model(tmp_path / "m.onnx")
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"not a model")
+    out = str(tmp_path / "out.hdf5")
+    for argv, message in [
+        (["--onnx", str(model), "--model", "sotu"], "pass one of --onnx, --model, not several"),
+        (
+            ["--onnx", str(tmp_path / "none.onnx")],
+            f"{tmp_path / 'none.onnx'}: ONNX file not found",
+        ),
+        (["--onnx", str(model)], f"{model}: not an ELMo export: its input is 'x'"),
+        (["--onnx", ""], "--onnx is empty; name the file to read"),
+        (["--onnx", str(garbage)], f"{garbage}: ONNX Runtime cannot load it"),
+    ]:
+        assert main(["embed", str(sentences), out, *argv]) == 1
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and message in err, err
+    # OUTPUT naming the model file: refused, the file kept.
+    before = model.read_bytes()
+    assert main(["embed", str(sentences), str(model), "--onnx", str(model)]) == 1
+    assert f"{model}: is an input file" in capsys.readouterr().err
+    assert model.read_bytes() == before
+    assert not os.path.exists(out)

@@ -1,0 +1,196 @@
+"""The package's structure rules, read from the source (no TensorFlow needed):
+
+- argparse (imports or parser calls) lives only in ``elmo_tf/cli/``;
+- no import circle anywhere in ``elmo_tf``, function-level imports included;
+- a function-level import says why it is one (``# lazy: ...`` on its line or the line above):
+  an optional extra, or a command line that starts without TensorFlow;
+- ``elmo-tf --help``, every subcommand's ``--help`` and a usage error leave TensorFlow out of
+  the process (``python -X importtime`` lists every module imported).
+"""
+
+import ast
+import subprocess
+import sys
+
+import pytest
+from support.paths import ROOT
+
+PACKAGE = ROOT / "elmo_tf"
+
+
+def _modules():
+    """``{dotted name: path}`` of every module of the package."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _function_level_imports(tree):
+    nodes = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            nodes += [n for n in ast.walk(node) if isinstance(n, ast.Import | ast.ImportFrom)]
+    return nodes
+
+
+def _imported_modules(node):
+    """The package modules an import statement imports (``from a import b``: ``a.b`` if it is
+    a module, else ``a``)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        if not node.module:
+            return []
+        subs = [f"{node.module}.{alias.name}" for alias in node.names]
+        names = [name for name in subs if name in MODULES]
+        if len(names) < len(subs):
+            names.append(node.module)
+    found = []
+    for name in names:
+        while name and name not in MODULES:
+            name = name.rpartition(".")[0]
+        if name:
+            found.append(name)
+    return found
+
+
+def test_argparse_only_in_the_command_line_package():
+    offenders = []
+    for name, path in MODULES.items():
+        if name.startswith("elmo_tf.cli"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
+                offenders.append(f"{name}:{node.lineno} imports argparse")
+            if isinstance(node, ast.ImportFrom) and node.module == "argparse":
+                offenders.append(f"{name}:{node.lineno} imports from argparse")
+            if isinstance(node, ast.Attribute) and node.attr in ("add_argument", "parse_args"):
+                offenders.append(f"{name}:{node.lineno} calls {node.attr}")
+    assert offenders == []
+
+
+def test_no_import_circle():
+    graph = {name: set() for name in MODULES}
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                graph[name].update(m for m in _imported_modules(node) if m != name)
+    # A cycle is a module reachable from itself; report the first one found.
+    for start in graph:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            module, trail = stack.pop()
+            for target in graph[module]:
+                if target == start:
+                    pytest.fail("import circle: " + " -> ".join([*trail, start]))
+                if target not in seen:
+                    seen.add(target)
+                    stack.append((target, [*trail, target]))
+
+
+def test_every_function_level_import_says_why():
+    unexplained = []
+    for path in MODULES.values():
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for node in _function_level_imports(ast.parse(text)):
+            if not _explained(lines, node.lineno - 1):
+                where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                unexplained.append(f"{where}: {lines[node.lineno - 1].strip()}")
+    assert unexplained == []
+
+
+def _explained(lines, index):
+    """Whether line ``index`` (an import) or the comment heading its group of imports says
+    ``# lazy: ...``."""
+    if "# lazy:" in lines[index]:
+        return True
+    for line in reversed(lines[:index]):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            return stripped.startswith("# lazy:")
+        if not stripped.startswith(("import ", "from ")) and stripped not in ("", ")"):
+            if not stripped.endswith(",") and not stripped.endswith("("):
+                return False
+    return False
+
+
+COMMANDS = [
+    [],
+    ["embed"],
+    ["export", "saved-model"],
+    ["export", "tflite"],
+    ["export", "onnx"],
+    ["serve"],
+    ["client"],
+    ["train"],
+    ["evaluate"],
+    ["senses"],
+    ["dump-weights"],
+    ["build-vocab"],
+    ["beam"],
+]
+
+
+def _imports_of(argv):
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "elmo_tf", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    modules = [
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    ]
+    return done, modules
+
+
+@pytest.mark.parametrize("argv", [[*c, "--help"] for c in COMMANDS], ids=" ".join)
+@pytest.mark.slow
+def test_help_answers_without_tensorflow(argv):
+    done, modules = _imports_of(argv)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("usage: elmo-tf")
+    heavy = {m.split(".")[0] for m in modules} & {"tensorflow", "keras", "apache_beam", "grpc"}
+    assert heavy == set()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["embed"],  # a missing argument
+        ["embed", "in.txt", "out.hdf5", "--batch-size", "x"],  # a value of the wrong type
+        ["serve", "--model-base-path", "/nonexistent", "--port", "0"],  # a check after parsing
+        ["export", "tflite", "x.tflite", "--batch-size", "0"],
+        ["export", "onnx", "x.onnx", "--triton-max-batch-size", "0"],
+        ["beam", "--input", "x.txt"],
+    ],
+    ids=" ".join,
+)
+@pytest.mark.slow
+def test_argument_errors_answer_without_tensorflow(argv):
+    done, modules = _imports_of(argv)
+    assert done.returncode in (1, 2), done.stderr[-2000:]
+    assert "tensorflow" not in {m.split(".")[0] for m in modules}
+    message = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert len(message) >= 1 and "Traceback" not in "\n".join(message)
+
+
+def test_a_beam_glob_matching_a_directory_answers_without_beam_or_tensorflow():
+    """It used to be checked with the job's imports (Beam, TensorFlow): 5.6 s."""
+    done, modules = _imports_of(["beam", "--input", "tests/*", "--output", "o/x"])
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert not {m.split(".")[0] for m in modules} & {"tensorflow", "apache_beam"}
+    (line,) = [x for x in done.stderr.splitlines() if not x.startswith("import time:")]
+    assert "tests/*: matches what is not a readable text file: tests/fixtures (a directory)" in line
+    assert not (ROOT / "o").exists()
