@@ -10,6 +10,7 @@
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -97,3 +98,32 @@ def test_the_rules_see_what_they_forbid():
     )
     assert sorted(line for line, _ in _system_paths(source)) == [2, 3, 4]
     assert _long_sleeps(source) == [(6, 2.0)]
+
+
+DOCUMENTS = ("README.md", "docs", "export", "serving", "elmo_tf", ".ci")
+NAMED_TEST = re.compile(r"tests/[\w/]+\.py(?:::\w+)?")
+
+
+def _named_tests():
+    root = TESTS.parent
+    found = set()
+    for top in DOCUMENTS:
+        path = root / top
+        for document in [path] if path.is_file() else sorted(path.rglob("*")):
+            if document.suffix in (".md", ".py", "") and document.is_file():
+                found |= set(
+                    NAMED_TEST.findall(document.read_text(encoding="utf-8", errors="ignore"))
+                )
+    return sorted(found)
+
+
+def test_every_test_the_docs_name_exists():
+    """A row of docs/robustness.md (or any document) that names the test checking it names
+    a file, and a test in it, that exist."""
+    named = _named_tests()
+    assert len(named) > 20
+    for reference in named:
+        path, _, test = reference.partition("::")
+        assert (TESTS.parent / path).is_file(), reference
+        if test:
+            assert f"def {test}(" in (TESTS.parent / path).read_text(encoding="utf-8"), reference
