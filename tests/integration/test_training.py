@@ -59,10 +59,12 @@ def test_loss_goes_down(corpus_file, tmp_path):
     )
 
 
+@pytest.mark.stress
 @pytest.mark.numerics
-@pytest.mark.slow
 @pytest.mark.parametrize("optimizer,slot", [("adagrad", "accumulator"), ("adam", "momentum")])
 def test_resume_is_exact(corpus_file, tmp_path, optimizer, slot):
+    """Each optimizer's slots restore exactly, through the library (the command's resume is
+    checked on the shared run: test_training_resume.py)."""
     opts = options(dropout=0.1, checkpoint_every=5, optimizer=optimizer)
     straight, _, _ = make_trainer(corpus_file, tmp_path / "a", opts)
     straight.train(10)
@@ -91,17 +93,20 @@ def test_resume_is_exact(corpus_file, tmp_path, optimizer, slot):
     )
 
 
-@pytest.mark.slow
-def test_cli_train_resume_logs_and_refusals(corpus_file, tmp_path, capsys):
+def test_a_run_records_its_settings_and_logs_and_refuses_what_does_not_fit(
+    trained_run, tmp_path, capsys
+):
+    """What ``elmo-tf train`` leaves besides checkpoints (the settings a resume reads,
+    TensorBoard's scalars), and what it refuses on a run that exists, before any training."""
     ckpt = tmp_path / "ckpt"
-    base = ["train", corpus_file, "--checkpoint-dir", ckpt, *ARCH, *FAST]
-    status, _, err = run_cli([*base, "--max-steps", "3", "--checkpoint-every", "2"], capsys)
-    assert status == 0, err
-    assert "step 3, loss" in err
+    shutil.copytree(trained_run, ckpt)
     saved = json.loads((ckpt / "training_options.json").read_text())
     assert saved["training"]["batch_size"] == 4 and saved["vocab_size"] == len(WORDS) + 3
-    assert sorted(p.name for p in ckpt.glob("ckpt-*.index")) == ["ckpt-2.index", "ckpt-3.index"]
-    # TensorBoard scalars
+    assert sorted(p.name for p in ckpt.glob("ckpt-*.index")) == [
+        "ckpt-2.index",
+        "ckpt-4.index",
+        "ckpt-6.index",
+    ]
     events = list(ckpt.glob("logs/events.out.tfevents.*"))
     tags = set()
     for record in tf.data.TFRecordDataset([str(e) for e in events]):
@@ -109,40 +114,37 @@ def test_cli_train_resume_logs_and_refusals(corpus_file, tmp_path, capsys):
         tags |= {v.tag for v in event.summary.value}
     assert {"loss", "perplexity", "tokens_per_second", "learning_rate"} <= tags
 
-    status, _, err = run_cli(base + ["--max-steps", "4"], capsys)
+    corpus = trained_run.parent / "train.txt"
+    base = ["train", corpus, "--checkpoint-dir", ckpt, *ARCH, *FAST]
+    status, _, err = run_cli(base + ["--max-steps", "8"], capsys)
     assert status == 1 and "already holds checkpoints; set resume" in err
     status, _, err = run_cli(
         ["train", "--checkpoint-dir", ckpt, "--resume", "--batch-size", "8"], capsys
     )
     assert status == 1 and "batch_size 8 differs from the run being resumed (4)" in err
-    status, _, err = run_cli(
-        ["train", "--checkpoint-dir", ckpt, "--resume", "--max-steps", "4"], capsys
-    )
-    assert status == 0, err
-    assert "resumed from step 3" in err and "step 4, loss" in err
-    assert err.strip().splitlines()[-1].endswith(f"saved ckpt-4 in {ckpt}")  # names it
     # a run already past --max-steps: said, nothing trained (it used to print "loss nan")
     status, _, err = run_cli(
         ["train", "--checkpoint-dir", ckpt, "--resume", "--max-steps", "2"], capsys
     )
     assert status == 0 and "nan" not in err
-    assert "the run is at step 4, already past --max-steps 2: nothing to train" in err
-    assert err.strip().endswith(f"saved ckpt-4 in {ckpt}")
-    assert max(int(p.name[5:-6]) for p in ckpt.glob("ckpt-*.index")) == 4  # none added
+    assert "the run is at step 6, already past --max-steps 2: nothing to train" in err
+    assert err.strip().endswith(f"saved ckpt-6 in {ckpt}")
+    assert max(int(p.name[5:-6]) for p in ckpt.glob("ckpt-*.index")) == 6  # none added
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 @pytest.mark.parametrize("per_sentence", [False, True], ids=["bilm-tf", "per-sentence-fp16"])
-def test_dump_weights_loads_with_load_pretrained(corpus_file, tmp_path, capsys, per_sentence):
+def test_dump_weights_loads_with_load_pretrained(trained_run, tmp_path, capsys, per_sentence):
     """dump-weights writes files that load_pretrained and evaluate read back; with
     --reset-state-per-sentence and --softmax-float16 evaluate still reads the text as the
     run did (the flag travels in softmax.hdf5) and the float16 softmax changes the
     perplexity by rounding only."""
     ckpt, out = tmp_path / "ckpt", tmp_path / "out"
-    argv = ["train", corpus_file, "--checkpoint-dir", ckpt, *ARCH, *FAST, "--max-steps", "2"]
-    argv += ["--reset-state-per-sentence"] if per_sentence else []
-    assert run_cli(argv, capsys)[0] == 0
+    shutil.copytree(trained_run, ckpt)
+    if per_sentence:  # a run trained with --reset-state-per-sentence: the same variables
+        settings = json.loads((ckpt / "training_options.json").read_text())
+        settings["training"]["reset_state_per_sentence"] = True
+        (ckpt / "training_options.json").write_text(json.dumps(settings))
     dump = ["dump-weights", ckpt, out] + (["--softmax-float16"] if per_sentence else [])
     status, _, err = run_cli(dump, capsys)
     assert status == 0, err
@@ -154,7 +156,7 @@ def test_dump_weights_loads_with_load_pretrained(corpus_file, tmp_path, capsys, 
     with h5py.File(out / "weights.hdf5") as f:
         assert f["char_embed"].shape == (261, 4)
     trained, _, step = checkpoints.restore_language_model(ckpt)
-    assert step == 2
+    assert step == 6 and trained.reset_state_per_sentence is per_sentence
     loaded = elmo_tf.load_pretrained(out / "options.json", out / "weights.hdf5")
     sentences = [["the", "cat", "sat"], ["unseen", "words", "here", "too"]]
     want, got = trained.elmo.embed(sentences), loaded.embed(sentences)
@@ -248,8 +250,8 @@ def test_init_from_official_weights(tmp_path, capsys):
         assert not np.array_equal(f[name][...], ref[name][...])  # fine-tuning moved it
 
 
+@pytest.mark.stress
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(corpus_file, tmp_path):
     """Two logical CPU replicas (configured before TF starts: a subprocess) give the weights
     of a one-device run of the same global batch (dropout off: its masks are per replica)."""

@@ -1,9 +1,12 @@
 """Resuming a run whose files are damaged: `elmo-tf train --resume`, plan_training, Trainer.
 
-A run with checkpoints at steps 2, 4 and 6 is trained once per module; every test damages a
-copy of it. Resuming must continue from the newest checkpoint that restores completely and
-say which it skipped and why, or stop with one line naming every checkpoint tried; it never
-starts from zero, and never overwrites or deletes a checkpoint it did not restore.
+A run with checkpoints at steps 2, 4 and 6 is trained once per test run (``trained_run``);
+every test damages a copy of it. Resuming must continue from the newest checkpoint that
+restores completely and say which it skipped and why, or stop with one line naming every
+checkpoint tried; it never starts from zero, and never overwrites or deletes a checkpoint it
+did not restore. Two damages go through a real ``elmo-tf train --resume`` (a deleted index,
+then a bit-flipped shard); the rest of the matrix is checked where the decision is made, at
+the plan and restore level, without a training step.
 """
 
 import json
@@ -14,8 +17,9 @@ import threading
 import numpy as np
 import pytest
 import tensorflow as tf
+from support.numerics import assert_same
 from support.special_files import special_file
-from support.training import ARCH, FAST, checkpoint_values, make_corpus, make_trainer, options
+from support.training import checkpoint_values, make_corpus, make_trainer, options
 
 from elmo_tf.cli.main import main
 from elmo_tf.errors import (
@@ -30,29 +34,14 @@ from elmo_tf.training.plan import plan_training
 from elmo_tf.training.trainer import Trainer
 
 DATA = "data-00000-of-00001"
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A run directory with ckpt-2, ckpt-4 and ckpt-6 (keep_checkpoints 5)."""
-    root = tmp_path_factory.mktemp("resume")
-    corpus = make_corpus(root / "train.txt")
-    run = root / "run"
-    argv = ["train", corpus, "--checkpoint-dir", run, *ARCH, *FAST, "--max-steps", "6"]
-    assert main([str(a) for a in [*argv, "--checkpoint-every", "2"]]) == 0
-    assert sorted(p.name for p in run.glob("ckpt-*.index")) == [
-        "ckpt-2.index",
-        "ckpt-4.index",
-        "ckpt-6.index",
-    ]
-    return run
+FORWARD_KERNEL = "model/elmo..bilstm..forward_0..kernel/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 @pytest.fixture
-def run(trained, tmp_path):
-    """A copy of the trained run to damage."""
+def run(trained_run, tmp_path):
+    """A copy of the shared run (checkpoints at steps 2, 4 and 6) to damage."""
     copy = tmp_path / "run"
-    shutil.copytree(trained, copy)
+    shutil.copytree(trained_run, copy)
     return copy
 
 
@@ -109,8 +98,11 @@ def assert_holds(trainer, prefix):
 # --------------------------------------------------------------------------- the CLI
 
 
-@pytest.mark.slow
-def test_deleted_index_resumes_from_the_previous_checkpoint(run, capsys):
+def test_deleted_index_resumes_from_the_previous_checkpoint(run, trained_run, capsys):
+    """``elmo-tf train --resume`` past a checkpoint whose index is gone: it goes on from the
+    one before, says which it skipped and why, and trains steps 5 and 6 again to the very
+    values the unbroken run wrote (weights, Adagrad's accumulators, the LSTM state and the
+    random state of dropout and sampling all restored exactly)."""
     (run / "ckpt-6.index").unlink()
     before = contents(run)
     status, err = resume(run, capsys, 6)
@@ -120,13 +112,22 @@ def test_deleted_index_resumes_from_the_previous_checkpoint(run, capsys):
         f"(moved to {run / 'damaged' / 'ckpt-6'})\n"
     ) in err
     assert "step 6, loss" in err  # trained steps 5 and 6 from ckpt-4, not from zero
+    assert err.strip().splitlines()[-1].endswith(f"saved ckpt-6 in {run}")  # names it
     after = contents(run)
     # the older checkpoints are untouched, the damaged one's file moved aside unchanged
     for name in ("ckpt-2.index", f"ckpt-2.{DATA}", "ckpt-4.index", f"ckpt-4.{DATA}"):
         assert after[name] == before[name], name
     assert after[f"damaged/ckpt-6/ckpt-6.{DATA}"] == before[f"ckpt-6.{DATA}"]
-    # the run went on from step 4: its new ckpt-6 holds step 6 and the state file lists it
-    assert checkpoint_values(run / "ckpt-6")["step/.ATTRIBUTES/VARIABLE_VALUE"] == 6
+    # the run went on from step 4: its new ckpt-6 holds what the unbroken run's does
+    resumed, unbroken = checkpoint_values(run / "ckpt-6"), checkpoint_values(trained_run / "ckpt-6")
+    assert set(resumed) == set(unbroken)
+    assert any("accumulator" in name for name in unbroken)
+    assert "lstm_cell/.ATTRIBUTES/VARIABLE_VALUE" in unbroken
+    for name, value in unbroken.items():
+        assert_same(resumed[name], value, err_msg=name)
+    assert not np.array_equal(
+        checkpoint_values(run / "ckpt-4")[FORWARD_KERNEL], unbroken[FORWARD_KERNEL]
+    )  # steps 5 and 6 did move the weights
     state = tf.train.get_checkpoint_state(str(run))
     assert state.model_checkpoint_path == str(run / "ckpt-6")
     assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
@@ -147,8 +148,9 @@ def test_deleted_index_resumes_from_the_previous_checkpoint(run, capsys):
     ],
     ids=["garbled", "empty", "names-a-missing-one", "names-an-older-one", "missing"],
 )
-@pytest.mark.slow
-def test_a_bad_state_file_resumes_from_the_newest_checkpoint(run, capsys, state, told):
+def test_a_bad_state_file_resumes_from_the_newest_checkpoint(run, state, told):
+    """The ``checkpoint`` state file is a hint: garbled, empty, missing or naming another
+    checkpoint, the restore takes the newest that restores and says what it found."""
     if state is None:
         (run / "checkpoint").unlink()
     else:
@@ -156,18 +158,11 @@ def test_a_bad_state_file_resumes_from_the_newest_checkpoint(run, capsys, state,
     before = contents(run)
     if state == b'model_checkpoint_path: "ckpt-2"\nall_model_checkpoint_paths: "ckpt-2"\n':
         told = "named ckpt-2"  # the state file's latest is not trusted over the files
-    if told == "was unreadable" and state:  # one case through the command, training on
-        status, err = resume(run, capsys, 7)
-        assert status == 0, err
-        assert f"resumed from step 6 of {run} (ckpt-6)" in err and "skipped" not in err
-        assert f"the checkpoint state file {told} (rewritten)" in err
-        assert "step 7, loss" in err
-        assert tf.train.latest_checkpoint(str(run)) == str(run / "ckpt-7")
-    else:  # the others through the library: the restore, without a training step
-        trainer = Trainer.from_plan(plan_training(run, [], resume=True), run)
-        restored = trainer.restored
-        assert (restored.name, restored.skipped, restored.state_file) == ("ckpt-6", (), told)
-        assert tf.train.latest_checkpoint(str(run)) == str(run / "ckpt-6")
+    trainer = Trainer.from_plan(plan_training(run, [], resume=True), run)
+    restored = trainer.restored
+    assert (restored.name, restored.skipped, restored.state_file) == ("ckpt-6", (), told)
+    assert tf.train.latest_checkpoint(str(run)) == str(run / "ckpt-6")
+    assert_holds(trainer, run / "ckpt-6")
     after = contents(run)
     for name in ("ckpt-2", "ckpt-4", "ckpt-6"):
         for kind in ("index", DATA):
@@ -175,13 +170,16 @@ def test_a_bad_state_file_resumes_from_the_newest_checkpoint(run, capsys, state,
 
 
 @pytest.mark.slow
-def test_bit_flipped_shard_through_the_cli(run, capsys):
+def test_bit_flipped_shard_and_garbled_state_file_through_the_cli(run, capsys):
     flip_bit(run / f"ckpt-6.{DATA}")
+    (run / "checkpoint").write_bytes(b"\x00\xffmodel_checkpoint_path {{")
     damaged = (run / f"ckpt-6.{DATA}").read_bytes()
     status, err = resume(run, capsys, 5)
     assert status == 0, err
     assert f"resumed from step 4 of {run} (ckpt-4); skipped ckpt-6: " in err
+    assert "the checkpoint state file was unreadable (rewritten)" in err
     assert "Checksum does not match" in err and "step 5, loss" in err
+    assert tf.train.latest_checkpoint(str(run)) == str(run / "ckpt-5")
     assert (run / "damaged" / "ckpt-6" / f"ckpt-6.{DATA}").read_bytes() == damaged
     assert not (run / "ckpt-6.index").exists()
 
@@ -256,36 +254,29 @@ def test_plan_and_from_plan_fall_back_past_a_damaged_checkpoint(run, damage, rea
     assert_holds(trainer, run / "ckpt-4")  # model, optimizer slots, LSTM state: all of ckpt-4
 
 
-@pytest.mark.slow
-def test_a_failed_restore_leaves_the_trainer_untouched(corpus_file, tmp_path):
+def test_a_failed_restore_leaves_the_trainer_untouched(run, tmp_path):
     """ckpt-8 holds the model only (other values, no optimizer): a restore into the
     trainer's own variables would assign the model and then fail, leaving it half restored."""
-    run = tmp_path / "run"
-    first, _, _ = make_trainer(corpus_file, run, options(checkpoint_every=2))
-    first.train(2)
-    other, _, _ = make_trainer(corpus_file, tmp_path / "other", options(seed=7))
+    corpus = make_corpus(tmp_path / "train.txt")  # the run's corpus: the same vocabulary
+    other, _, _ = make_trainer(corpus, tmp_path / "other", options(seed=7))
     partial = tf.train.Checkpoint(model=checkpoints.variable_map(other.model.weights))
     partial.write(str(run / "ckpt-8"))
-    trainer, _, _ = make_trainer(corpus_file, run, options())
+    trainer, _, _ = make_trainer(corpus, run, options())
     restored = trainer.restore()
-    assert (restored.name, restored.skipped[0][0]) == ("ckpt-2", "ckpt-8")
+    assert (restored.name, restored.skipped[0][0]) == ("ckpt-6", "ckpt-8")
     assert restored.skipped[0][1].startswith("does not fit the model: ")
-    assert_holds(trainer, run / "ckpt-2")
+    assert_holds(trainer, run / "ckpt-6")
 
     # every checkpoint fails, the partial one first: the trainer keeps its own values
     partial.write(str(run / "ckpt-8"))
-    truncate(run / f"ckpt-2.{DATA}")
-    fresh, _, _ = make_trainer(corpus_file, run, options())
+    for step in (2, 4, 6):
+        truncate(run / f"ckpt-{step}.{DATA}")
+    fresh, _, _ = make_trainer(corpus, run, options())
     before = weights_of(fresh)
     with pytest.raises(CheckpointError, match="no checkpoint restores: ckpt-8: does not fit"):
         fresh.restore()
     for name, value in weights_of(fresh).items():
         np.testing.assert_array_equal(value, before[name], err_msg=name)
-
-
-@pytest.fixture
-def corpus_file(tmp_path):
-    return make_corpus(tmp_path / "train.txt")
 
 
 def _damage_run_file(run, case):
@@ -354,9 +345,7 @@ RUN_FILE_CASES = {
 
 
 @pytest.mark.parametrize("case", list(RUN_FILE_CASES))
-def test_damaged_run_files_raise_one_line_naming_the_file(trained, tmp_path, case):
-    run = tmp_path / "run"
-    shutil.copytree(trained, run)
+def test_damaged_run_files_raise_one_line_naming_the_file(run, case):
     _damage_run_file(run, case)
     kind, message = RUN_FILE_CASES[case]
     with pytest.raises(kind) as info:

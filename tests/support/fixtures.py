@@ -9,6 +9,7 @@ first (``shutil.copytree``), which costs milliseconds where an export costs seco
 
 import contextlib
 import fcntl
+import io
 import json
 import os
 import shutil
@@ -158,3 +159,22 @@ def model_mirror(small_official_files):
     }
     with ModelMirror(files) as mirror:
         yield mirror
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory):
+    """A run directory of the tiny architecture (``support.training``) trained by ``elmo-tf
+    train`` to step 6 with checkpoints at steps 2, 4 and 6, its corpus ``train.txt`` beside
+    it, made once per test run. Shared: copy it to change it."""
+
+    def make(directory):
+        from elmo_tf.cli.main import main
+        from support.training import ARCH, FAST, make_corpus
+
+        corpus = make_corpus(directory / "train.txt")
+        argv = ["train", corpus, "--checkpoint-dir", directory / "run", *ARCH, *FAST]
+        argv += ["--max-steps", "6", "--checkpoint-every", "2"]
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            assert main([str(a) for a in argv]) == 0, err.getvalue()
+
+    return made_once(tmp_path_factory, "trained_run", make) / "run"
