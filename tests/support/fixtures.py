@@ -178,3 +178,11 @@ def trained_run(tmp_path_factory):
             assert main([str(a) for a in argv]) == 0, err.getvalue()
 
     return made_once(tmp_path_factory, "trained_run", make) / "run"
+
+
+@pytest.fixture(scope="module")
+def docs_sessions(tmp_path_factory, model_mirror, small_official_files):
+    """The sessions a docs test file runs its documents' blocks in (``support.docs``)."""
+    from support.docs import open_sessions
+
+    yield from open_sessions(tmp_path_factory, model_mirror, small_official_files)

@@ -1,5 +1,4 @@
-"""Every code block of the README and the docs runs as written, or says why it cannot.
-
+"""Running the README's and the docs' code blocks as written (tests/integration/test_docs_*.py).
 A fenced block in ``python``, ``bash`` or ``console`` is something a user copies, so the line
 before it must hold one directive:
 
@@ -23,6 +22,8 @@ package (``CLONE``) and the files the document says it starts from (``SETUP``), 
 and one Python process, which runs their python blocks (each in a fresh namespace, as a user's
 session would) and their ``elmo-tf`` commands (``Session``), so TensorFlow starts once a group,
 not once a command.
+The blocks are run by two test files, a group of documents each, so that the two halves run on
+two workers; ``docs_sessions`` (a fixture of ``support.fixtures``) opens a file's groups.
 The ports 8500 and 8501 in a document become free ports, so that tests never collide, and the
 published models come from a loopback mirror (``model_mirror``: random weights in the ``small``
 shape), never from the internet.
@@ -41,10 +42,10 @@ import tempfile
 import time
 
 import pytest
-from support.extras import installed
-from support.paths import ROOT
 
 from elmo_tf.extras import EXTRAS
+from support.extras import installed
+from support.paths import ROOT
 
 DOCUMENTS = [
     "README.md",
@@ -58,6 +59,18 @@ DOCUMENTS = [
     "export/README.md",
     "elmo_tf/presets/sotu/MODEL_CARD.md",
 ]
+# The documents each test file runs (tests/integration/test_docs_<half>.py): together, all.
+HALVES = {
+    "readme": (
+        "README.md",
+        "serving/README.md",
+        "export/README.md",
+        "docs/performance.md",
+        "docs/robustness.md",
+        "elmo_tf/presets/sotu/MODEL_CARD.md",
+    ),
+    "guides": ("docs/models.md", "docs/migration.md", "docs/backends.md", "docs/beam.md"),
+}
 COMMAND_LANGUAGES = ("python", "bash", "console")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 DIRECTIVE = re.compile(r"<!-- test: (.*?) -->\s*$")
@@ -104,34 +117,6 @@ def read_blocks(document):
 
 BLOCKS = [block for document in DOCUMENTS for block in read_blocks(document)]
 COMMAND_BLOCKS = [b for b in BLOCKS if b.language in COMMAND_LANGUAGES]
-
-
-def test_every_command_block_says_whether_it_runs():
-    unmarked = [b.id for b in COMMAND_BLOCKS if b.directive is None]
-    assert unmarked == [], "each needs <!-- test: run --> or <!-- test: skip REASON -->"
-    for block in COMMAND_BLOCKS:
-        words = block.words
-        assert words[0] in ("run", "skip"), f"{block.id}: unknown directive {block.directive!r}"
-        if words[0] == "skip":
-            assert len(words) > 1, f"{block.id}: a skip needs its reason"
-        for word in words[1:] if words[0] == "run" else []:
-            assert word in ("fresh", "background") or word.startswith("needs="), block.id
-            if word.startswith("needs="):
-                assert word[6:] in EXTRAS, f"{block.id}: unknown extra {word[6:]}"
-    outputs = [b for b in BLOCKS if b.directive == "output"]
-    for block in outputs:
-        previous = BLOCKS[BLOCKS.index(block) - 1]
-        assert previous.document == block.document and previous.words[:1] == ["run"], block.id
-
-
-def test_the_readme_stays_short():
-    """The README says what it is, how to start and where to read on: 300 lines at most."""
-    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
-
-
-def test_the_docs_run_most_of_their_examples():
-    run = [b for b in COMMAND_BLOCKS if b.words[:1] == ["run"]]
-    assert len(run) >= 20 and len(run) >= 0.6 * len(COMMAND_BLOCKS)
 
 
 # ------------------------------------------------------------------ documents' starting files
@@ -442,10 +427,10 @@ def _accepts(port):
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.fixture(scope="module")
-def sessions(tmp_path_factory, model_mirror, small_official_files):
-    """The ``Session`` of each group of documents (those with the same ``SETUP``);
-    published models come from the loopback mirror."""
+def open_sessions(tmp_path_factory, model_mirror, small_official_files):
+    """Yields ``session(document)``, the ``Session`` of each group of documents (those with
+    the same ``SETUP``), opened on first use; published models come from the loopback mirror.
+    Closes them at the end, then checks that git ignores what their commands wrote."""
     opened = {}
 
     def session(document):
@@ -490,13 +475,17 @@ def _not_ignored(names):
     return [name for name in names if name not in ignored]
 
 
-RUNNABLE = [b for b in COMMAND_BLOCKS if b.words[:1] == ["run"]]
+def runnable(documents):
+    """The blocks of ``documents`` that run, in order."""
+    return [b for b in COMMAND_BLOCKS if b.document in documents and b.words[:1] == ["run"]]
+
+
 OUTPUTS = {BLOCKS[BLOCKS.index(b) - 1].id: b for b in BLOCKS if b.directive == "output"}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
-def test_block_runs_as_written(block, sessions):
+def run_block(block, sessions):
+    """Runs ``block`` in its document's session and compares what it prints with the
+    output block after it; skipped without its extra or after a failed block before it."""
     for word in block.words:
         if word.startswith("needs=") and not installed(*EXTRAS[word[6:]]):
             pytest.skip(f"needs the [{word[6:]}] extra")

@@ -1,0 +1,12 @@
+"""The README, the deployment pages (serving/, export/), performance, robustness and the
+model card: every runnable code block runs as written (``support.docs`` says how)."""
+
+import pytest
+from support.docs import HALVES, run_block, runnable
+
+BLOCKS = runnable(HALVES["readme"])
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+def test_block_runs_as_written(block, docs_sessions):
+    run_block(block, docs_sessions)
