@@ -212,10 +212,16 @@ class ModelManager:
         batching: ``BatchingOptions``, or ``None`` for no batching.
         limits: the ``RequestLimits`` each warm-up record is checked against (its defaults if
             ``None``), as the server checks a client's request.
+        load: makes a version's servable, ``load(name, version, path, batching)``:
+            ``Servable`` (a test's stand-in needs its ``version``, ``warm_up``, ``acquire``,
+            ``release`` and ``unload``).
     """
 
-    def __init__(self, name, base_path, poll_seconds=2.0, batching=None, limits=None):
+    def __init__(
+        self, name, base_path, poll_seconds=2.0, batching=None, limits=None, load=Servable
+    ):
         self.name = name
+        self._make_servable = load
         self.base_path = base_path
         self.poll_seconds = poll_seconds
         self.batching = batching
@@ -313,7 +319,7 @@ class ModelManager:
         log.info("loading model '%s' version %d from %s", self.name, version, path)
         servable = None
         try:
-            servable = Servable(self.name, version, path, self.batching)
+            servable = self._make_servable(self.name, version, path, self.batching)
             if replayed := servable.warm_up(self.limits):
                 log.info(
                     "warmed up model '%s' version %d: %d requests of %s",

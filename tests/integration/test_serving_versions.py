@@ -1,17 +1,13 @@
-"""Version directories as TF Serving reads them, and its version semantics.
-
-One parser (``elmo_tf.export.versions``) reads the version directories in polling, status and
-REST URLs: ``0007/`` is version 7, read from ``0007/``; a name beyond int64 is ignored. A
-removed version is unloaded, falling back to the next highest; with none left, the model is
-unavailable (NOT_FOUND, as in TF Serving) until a version is exported. Versions are immutable.
+"""The version rules as clients see them, through a real server: a version beyond int64 is
+a 400 over REST, and a model whose only version is removed answers NOT_FOUND over gRPC and REST
+(as TF Serving does) until a version is exported again. The rules themselves, on stand-in
+servables: tests/unit/test_model_versions.py.
 
 Polls are driven by calling ``manager.poll()`` (servers have ``poll_seconds=0``); servers
 listen on 127.0.0.1 with ephemeral ports and are stopped by finalizers.
 """
 
 import json
-import logging
-import os
 import shutil
 import socket
 import time
@@ -26,7 +22,7 @@ from tensorflow_serving.apis import (
 )
 
 from elmo_tf.serving.client import make_request
-from elmo_tf.serving.model_manager import ModelManager, State
+from elmo_tf.serving.model_manager import State
 from elmo_tf.serving.server import ModelServer, ServerOptions
 
 TIMEOUT = 30  # seconds, for every call
@@ -39,49 +35,12 @@ def exported(tiny_export):
     return str(tiny_export / "1")
 
 
-def _manager(request, base):
-    manager = ModelManager("elmo", str(base), poll_seconds=0)
-    request.addfinalizer(lambda: manager.stop(5))
-    return manager
-
-
-def _serving(manager):
-    with manager.servable() as servable:
-        return servable
-
-
 def _wait_for_state(manager, version, state):
     """Waits (bounded) for ``version``'s state: unloading runs on its own thread."""
     deadline = time.monotonic() + TIMEOUT
     while (states := {v: s for v, s, _ in manager.status()}).get(version) != state:
         assert time.monotonic() < deadline, states
         time.sleep(0.01)
-
-
-@pytest.mark.slow
-def test_leading_zeros_are_read_from_their_directory(request, exported, tmp_path):
-    shutil.copytree(exported, tmp_path / "0007")
-    manager = _manager(request, tmp_path)
-    assert manager.version_directories() == {7: "0007"}
-    manager.poll()
-    assert manager.status() == [(7, State.AVAILABLE, "")]
-    servable = _serving(manager)
-    assert servable.version == 7 and servable.path == str(tmp_path / "0007")
-
-
-@pytest.mark.slow
-def test_version_beyond_int64_is_ignored_with_one_log_line(request, exported, tmp_path, caplog):
-    shutil.copytree(exported, tmp_path / "1")
-    shutil.copytree(exported, tmp_path / BEYOND_INT64)
-    manager = _manager(request, tmp_path)
-    with caplog.at_level(logging.WARNING, logger="serving"):
-        manager.poll()
-        manager.poll()
-    assert manager.versions_on_disk() == [1]
-    assert _serving(manager).version == 1
-    assert manager.status() == [(1, State.AVAILABLE, "")]
-    (line,) = [r.getMessage() for r in caplog.records if BEYOND_INT64 in r.getMessage()]
-    assert "not a version" in line and "2**63 - 1" in line
 
 
 @pytest.fixture
@@ -183,69 +142,3 @@ def test_removing_the_only_version_makes_the_model_unavailable(server, stubs, ex
     assert _predicted_version(stub) == 2
     status, answer = _post(server.rest_port, "/v1/models/elmo:predict", {"instances": ["a"]})
     assert status == 200 and len(answer["predictions"]) == 1
-
-
-@pytest.mark.slow
-def test_a_base_path_replaced_by_a_file_is_a_model_without_versions(server, stubs, caplog):
-    # Polled as a base path moved away (no version: unavailable), with no traceback at every
-    # poll; the directory put back serves again.
-    _, model_stub = stubs
-    base = server.manager.base_path
-    shutil.move(base, f"{base}.moved")
-    with open(base, "w") as f:
-        f.write("junk")
-    with caplog.at_level(logging.WARNING):
-        server.manager.poll()
-    _wait_for_state(server.manager, 1, State.END)
-    assert "Traceback" not in caplog.text and "NotADirectoryError" not in caplog.text
-    os.remove(base)
-    shutil.move(f"{base}.moved", base)
-    shutil.copytree(f"{base}/1", f"{base}/2")
-    server.manager.poll()
-    assert _states(model_stub)[2] == "AVAILABLE"
-
-
-@pytest.mark.slow
-def test_removed_version_falls_back_to_the_next_highest(server, stubs, exported):
-    stub, model_stub = stubs
-    base = server.manager.base_path
-    shutil.copytree(exported, f"{base}/3")
-    server.manager.poll()
-    _wait_for_state(server.manager, 1, State.END)
-    assert _predicted_version(stub) == 3
-    shutil.rmtree(f"{base}/3")
-    server.manager.poll()  # 1 is still on disk: loaded again, in 3's place
-    _wait_for_state(server.manager, 3, State.END)
-    assert _states(model_stub) == {3: "END", 1: "AVAILABLE"}
-    assert _predicted_version(stub) == 1
-
-
-@pytest.mark.slow
-def test_removed_version_is_unloaded_when_the_next_fails_to_load(server, stubs, exported):
-    stub, model_stub = stubs
-    base = server.manager.base_path
-    shutil.copytree(exported, f"{base}/2")
-    shutil.rmtree(f"{base}/2/variables")  # version 2 cannot load
-    server.manager.poll()
-    assert _predicted_version(stub) == 1  # the old version serves while 2 fails
-    shutil.rmtree(f"{base}/1")
-    server.manager.poll()
-    _wait_for_state(server.manager, 1, State.END)
-    states = server.manager.status()
-    assert [(v, s) for v, s, _ in states] == [(2, State.END), (1, State.END)]
-    assert states[0][2].startswith("failed to load")
-    with pytest.raises(grpc.RpcError) as e:
-        _predicted_version(stub)
-    assert e.value.code() == grpc.StatusCode.NOT_FOUND
-
-
-@pytest.mark.slow
-def test_versions_are_immutable(server, exported):
-    """Another model copied in under the number served is not loaded in its place."""
-    base = server.manager.base_path
-    served = _serving(server.manager)
-    shutil.rmtree(f"{base}/1")
-    shutil.copytree(exported, f"{base}/1")  # a new directory under the same number
-    server.manager.poll()
-    assert _serving(server.manager) is served
-    assert server.manager.status() == [(1, State.AVAILABLE, "")]
