@@ -1,7 +1,9 @@
 """Published models one line away: downloaded once, cached, checked at every use, never half.
 
-Every test talks to a loopback server holding the published layout (``model_mirror``, random
-weights in the ``small`` shape), through ``ELMO_TF_MODEL_BASE_URL``, with a cache of its own.
+Every test talks to a loopback server holding the published layout (``model_mirror``), through
+``ELMO_TF_MODEL_BASE_URL``, with a cache of its own. The published ``small`` shape (54 MB of
+random weights) is downloaded by one test in this process and by those that download in a child
+process; the rest download a published row of the tiny model (150 KB), registered for the test.
 """
 
 import errno
@@ -13,13 +15,18 @@ import time
 
 import numpy as np
 import pytest
+from support.fixtures import tiny_published_row
 
 import elmo_tf
 from elmo_tf.cli.main import main
 from elmo_tf.errors import ElmoError, OptionsError, WeightFileError
 from elmo_tf.presets import cache, cache_entries, published, transfer
 
-SMALL = published.MODELS["small"]
+SMALL = published.MODELS["small"]  # the published shape, for what a child process downloads
+ROW = tiny_published_row()  # the rest downloads the tiny model, registered by ``mirror``
+NAME = ROW.name
+TINY_OPTIONS = f"/{ROW.folder}/{ROW.options_file}"
+TINY_WEIGHTS = f"/{ROW.folder}/{ROW.weights_file}"
 
 
 OPTIONS_PATH = f"/{SMALL.folder}/{SMALL.options_file}"
@@ -37,6 +44,7 @@ def mirror(model_mirror, monkeypatch, tmp_path):
     model_mirror.redirects.clear()
     model_mirror.requests.clear()
     model_mirror.stall_seconds = 3.0
+    monkeypatch.setitem(published.MODELS, NAME, ROW)
     yield model_mirror
     model_mirror.faults.clear()
     model_mirror.redirects.clear()
@@ -66,10 +74,10 @@ def test_first_load_downloads_and_equals_the_local_files(mirror, small_official_
     assert capfd.readouterr().err == ""  # nothing downloaded, nothing said
 
 
-def test_load_pretrained_takes_urls(mirror, small_official_files):
-    options_url, weights_url = SMALL.urls(mirror.base_url)
+def test_load_pretrained_takes_urls(mirror, tiny_files):
+    options_url, weights_url = ROW.urls(mirror.base_url)
     model = elmo_tf.load_pretrained(options_url, weights_url)
-    local = elmo_tf.load_pretrained(*small_official_files)
+    local = elmo_tf.load_pretrained(*tiny_files)
     np.testing.assert_array_equal(model.get_weights()[-1], local.get_weights()[-1])
 
 
@@ -78,108 +86,110 @@ def test_load_pretrained_takes_urls(mirror, small_official_files):
 def test_allennlps_urls_of_a_published_model_are_that_model(mirror, monkeypatch, base):
     """AllenNLP code passes the published files' URLs (on either of S3's hosts): they are read
     where the model's name is, through the mirror and the cache, and offline from the cache."""
-    options_url, weights_url = SMALL.urls(base)
+    options_url, weights_url = ROW.urls(base)
     model = elmo_tf.load_pretrained(options_url, weights_url.replace("https://", "http://"))
-    assert mirror.requests == {OPTIONS_PATH: 1, WEIGHTS_PATH: 1}
+    assert mirror.requests == {TINY_OPTIONS: 1, TINY_WEIGHTS: 1}
     monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
-    again = elmo_tf.load_pretrained(*SMALL.urls(base))
+    again = elmo_tf.load_pretrained(*ROW.urls(base))
     np.testing.assert_array_equal(again.get_weights()[-1], model.get_weights()[-1])
-    assert mirror.requests == {OPTIONS_PATH: 1, WEIGHTS_PATH: 1}
+    assert mirror.requests == {TINY_OPTIONS: 1, TINY_WEIGHTS: 1}
 
 
 def test_offline_names_the_missing_file_and_the_command(mirror, monkeypatch):
     monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
     with pytest.raises(cache.DownloadError) as e:
-        elmo_tf.ELMo.from_preset("small")
-    assert "run elmo-tf download small without ELMO_TF_OFFLINE, where" in str(e.value)
+        elmo_tf.ELMo.from_preset(NAME)
+    assert f"run elmo-tf download {NAME} without ELMO_TF_OFFLINE, where" in str(e.value)
     assert mirror.requests == {}
     # the architecture alone needs no network
-    assert elmo_tf.ELMo.from_preset("small", load_weights=False).config.lstm_dim == 1024
+    assert elmo_tf.ELMo.from_preset(NAME, load_weights=False).config.lstm_dim == ROW.config.lstm_dim
 
 
 @pytest.mark.slow
-def test_offline_loads_a_cached_model_without_a_request(mirror, monkeypatch, small_official_files):
-    elmo_tf.ELMo.from_preset("small")  # fills the cache
+def test_offline_loads_a_cached_model_without_a_request(mirror, monkeypatch, tiny_files):
+    elmo_tf.ELMo.from_preset(NAME)  # fills the cache
     mirror.requests.clear()
     monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
     # the mirror broken too: whatever asks the network would fail or be counted
-    mirror.faults.update({OPTIONS_PATH: "500", WEIGHTS_PATH: "500"})
-    model = elmo_tf.ELMo.from_preset("small")
+    mirror.faults.update({TINY_OPTIONS: "500", TINY_WEIGHTS: "500"})
+    model = elmo_tf.ELMo.from_preset(NAME)
     assert mirror.requests == {}
-    local = elmo_tf.load_pretrained(*small_official_files)
+    local = elmo_tf.load_pretrained(*tiny_files)
     for a, b in zip(model.get_weights(), local.get_weights()):
         np.testing.assert_array_equal(a, b)
-    urls = SMALL.urls(mirror.base_url)
-    assert elmo_tf.load_pretrained(*urls).config.lstm_dim == 1024  # the URLs, offline
+    urls = ROW.urls(mirror.base_url)
+    assert (
+        elmo_tf.load_pretrained(*urls).config.lstm_dim == ROW.config.lstm_dim
+    )  # the URLs, offline
     assert mirror.requests == {}
 
 
 @pytest.mark.parametrize(
     "path, fault, error, fragment",
     [
-        (OPTIONS_PATH, "404", cache.DownloadError, "HTTP 404"),
-        (WEIGHTS_PATH, "500", cache.DownloadError, "HTTP 500"),
-        (WEIGHTS_PATH, "halfway", cache.DownloadError, "the connection closed after"),
-        (WEIGHTS_PATH, "declare_less", WeightFileError, "weights.hdf5"),
-        (WEIGHTS_PATH, "declare_huge", cache.DownloadError, "declares 1,000,000,000,000 bytes"),
-        (WEIGHTS_PATH, "garbage", WeightFileError, "not a readable HDF5 weight file"),
-        (OPTIONS_PATH, "garbage", OptionsError, "; not kept)"),
+        (TINY_OPTIONS, "404", cache.DownloadError, "HTTP 404"),
+        (TINY_WEIGHTS, "500", cache.DownloadError, "HTTP 500"),
+        (TINY_WEIGHTS, "halfway", cache.DownloadError, "the connection closed after"),
+        (TINY_WEIGHTS, "declare_less", WeightFileError, "weights.hdf5"),
+        (TINY_WEIGHTS, "declare_huge", cache.DownloadError, "declares 1,000,000,000,000 bytes"),
+        (TINY_WEIGHTS, "garbage", WeightFileError, "not a readable HDF5 weight file"),
+        (TINY_OPTIONS, "garbage", OptionsError, "; not kept)"),
     ],
 )
 @pytest.mark.slow
 def test_a_broken_download_is_one_line_and_leaves_nothing(mirror, path, fault, error, fragment):
     mirror.faults[path] = fault
     with pytest.raises(error) as e:
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     message = str(e.value)
     assert fragment in message and "\n" not in message and isinstance(e.value, ElmoError)
     leftovers = [p for p in _cached_files() if path.rsplit("/", 1)[1] in os.path.basename(p)]
     assert leftovers == []
     # the fault gone, the same call works
     mirror.faults.clear()
-    assert elmo_tf.ELMo.from_preset("small").config.projection_dim == 128
+    assert elmo_tf.ELMo.from_preset(NAME).config.projection_dim == ROW.config.projection_dim
 
 
 def test_transient_failures_are_retried(mirror):
-    mirror.faults[WEIGHTS_PATH] = "halfway_once"  # the first transfer of the weights breaks
-    elmo_tf.ELMo.from_preset("small")
-    assert mirror.requests[WEIGHTS_PATH] == 2
+    mirror.faults[TINY_WEIGHTS] = "halfway_once"  # the first transfer of the weights breaks
+    elmo_tf.ELMo.from_preset(NAME)
+    assert mirror.requests[TINY_WEIGHTS] == 2
 
 
 def test_errors_that_cannot_heal_are_not_retried(mirror, monkeypatch, capfd):
-    mirror.faults[WEIGHTS_PATH] = "404"
+    mirror.faults[TINY_WEIGHTS] = "404"
     with pytest.raises(cache.DownloadError) as e:
-        elmo_tf.ELMo.from_preset("small")
-    assert mirror.requests[WEIGHTS_PATH] == 1
+        elmo_tf.ELMo.from_preset(NAME)
+    assert mirror.requests[TINY_WEIGHTS] == 1
     assert "HTTP 404" in str(e.value) and "docs/models.md" in str(e.value)
     # a host name that does not resolve: tried once, one line with the cause and what to do
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", "http://nosuchhost.invalid/elmo")
     capfd.readouterr()
     with pytest.raises(cache.DownloadError) as e:
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     message = str(e.value)
     assert "trying again" not in capfd.readouterr().err and "\n" not in message
-    assert message.startswith("http://nosuchhost.invalid/elmo/2x1024_128_2048cnn_1xhighway/")
+    assert message.startswith(f"http://nosuchhost.invalid/elmo/{ROW.folder}/")
     assert "the host name does not resolve" in message
     # the options file came before the 404: what to do is to use that address again
     assert f"the cache holds the same file for {mirror.base_url}" in message
 
 
-def test_a_server_that_compresses_although_asked_not_to(mirror, small_official_files):
+def test_a_server_that_compresses_although_asked_not_to(mirror, tiny_files):
     """A gzipped body of its declared length is whole: it is decoded, and its decoded bytes
     count against the file's bound (test_a_compressed_body_is_bounded_as_it_is_written)."""
-    mirror.faults[OPTIONS_PATH] = "gzip_anyway"
-    model = elmo_tf.ELMo.from_preset("small")
-    assert model.config == elmo_tf.load_pretrained(*small_official_files).config
+    mirror.faults[TINY_OPTIONS] = "gzip_anyway"
+    model = elmo_tf.ELMo.from_preset(NAME)
+    assert model.config == elmo_tf.load_pretrained(*tiny_files).config
 
 
 def test_a_slow_server_times_out(mirror, monkeypatch):
     monkeypatch.setattr(transfer, "READ_TIMEOUT", 0.5)
     monkeypatch.setattr(transfer, "RETRIES", 0)
     mirror.stall_seconds = 2.0
-    mirror.faults[OPTIONS_PATH] = "stall"
+    mirror.faults[TINY_OPTIONS] = "stall"
     with pytest.raises(cache.DownloadError, match=r"no data, or less than 64 KiB, for 0.5 s"):
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
 
 
 def test_a_server_that_drips_bytes_times_out(mirror, monkeypatch):
@@ -188,10 +198,10 @@ def test_a_server_that_drips_bytes_times_out(mirror, monkeypatch):
     monkeypatch.setattr(transfer, "READ_TIMEOUT", 1.0)
     monkeypatch.setattr(transfer, "RETRIES", 0)
     mirror.stall_seconds = 20.0
-    mirror.faults[OPTIONS_PATH] = "drip"
+    mirror.faults[TINY_OPTIONS] = "drip"
     start = time.monotonic()
     with pytest.raises(cache.DownloadError, match=r"less than 64 KiB, for 1.0 s"):
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     assert time.monotonic() - start < 10
     assert cache_entries.entries() == [] and cache_entries.stale_files() == []
 
@@ -202,7 +212,7 @@ def test_no_network(mirror, monkeypatch):
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", "http://127.0.0.1:9/nothing")
     monkeypatch.setattr(transfer, "RETRIES", 0)
     with pytest.raises(cache.DownloadError) as e:
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     message = str(e.value)
     assert "the connection was refused ([Errno 111] Connection refused)" in message, message
     assert "\n" not in message and "HTTPConnection" not in message
@@ -215,7 +225,7 @@ def test_a_retry_is_said(mirror, monkeypatch, capfd):
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", "http://127.0.0.1:9/nothing")
     monkeypatch.setattr(transfer, "RETRIES", 1)
     with pytest.raises(cache.DownloadError, match="the connection was refused"):
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     err = capfd.readouterr().err
     assert (
         "the connection was refused ([Errno 111] Connection refused); trying again (1 of 1)" in err
@@ -226,11 +236,11 @@ def test_a_retry_is_said(mirror, monkeypatch, capfd):
 def test_a_failed_download_names_the_copy_cached_under_another_address(mirror, monkeypatch):
     """A new shell, another (here unreachable) base URL: the failure says where the model is
     cached and which variable to set, at the first try."""
-    elmo_tf.ELMo.from_preset("small")  # cached under the mirror's URL
+    elmo_tf.ELMo.from_preset(NAME)  # cached under the mirror's URL
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", "http://127.0.0.1:9/elsewhere")
     monkeypatch.setattr(transfer, "RETRIES", 0)
     with pytest.raises(cache.DownloadError) as e:
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     message = str(e.value)
     assert "the connection was refused" in message
     assert f"the cache holds the same file for {mirror.base_url}" in message
@@ -242,11 +252,11 @@ def test_a_cache_directory_that_cannot_be_made(mirror, monkeypatch, tmp_path):
     blocker.write_text("in the way")
     monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(blocker / "cache"))
     with pytest.raises(cache.CacheError, match="cannot create the model cache directory"):
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
 
 
 def test_a_tampered_cache_file_is_refused(mirror):
-    elmo_tf.ELMo.from_preset("small")
+    elmo_tf.ELMo.from_preset(NAME)
     (weights,) = [p for p in _cached_files() if p.endswith(".hdf5")]
     with open(weights, "r+b") as f:
         f.seek(os.path.getsize(weights) // 2)
@@ -254,10 +264,10 @@ def test_a_tampered_cache_file_is_refused(mirror):
         f.seek(-1, os.SEEK_CUR)
         f.write(bytes([byte[0] ^ 1]))
     with pytest.raises(cache.CacheError, match="changed since it was downloaded"):
-        elmo_tf.ELMo.from_preset("small")
-    assert main(["cache", "remove", "small"]) == 0
-    elmo_tf.ELMo.from_preset("small")  # downloaded again, good
-    assert mirror.requests[WEIGHTS_PATH] == 2
+        elmo_tf.ELMo.from_preset(NAME)
+    assert main(["cache", "remove", NAME]) == 0
+    elmo_tf.ELMo.from_preset(NAME)  # downloaded again, good
+    assert mirror.requests[TINY_WEIGHTS] == 2
 
 
 @pytest.mark.slow
@@ -302,18 +312,18 @@ def test_two_processes_at_once_download_once(mirror):
 
 @pytest.mark.slow
 def test_cli_download_list_remove_and_model_flag(mirror, tmp_path, capsys):
-    assert main(["download", "small"]) == 0
+    assert main(["download", NAME]) == 0
     out = capsys.readouterr().out
-    assert out.count("small\t") == 2 and f"{os.path.getsize(_cached_files()[0]):,}" in out
+    assert out.count(f"{NAME}\t") == 2 and f"{os.path.getsize(_cached_files()[0]):,}" in out
     assert main(["cache", "list"]) == 0
     listing = capsys.readouterr().out
     assert "(4 files)" in listing or "(2 files)" in listing
-    assert listing.count("small\t") == 2
+    assert listing.count(f"{NAME}\t") == 2
     text = tmp_path / "in.txt"
     text.write_text("The bank closed .\n", encoding="utf-8")
-    assert main(["embed", str(text), str(tmp_path / "out.hdf5"), "--model", "small"]) == 0
-    assert mirror.requests[WEIGHTS_PATH] == 1  # from the cache
-    assert main(["cache", "remove", "small"]) == 0
+    assert main(["embed", str(text), str(tmp_path / "out.hdf5"), "--model", NAME]) == 0
+    assert mirror.requests[TINY_WEIGHTS] == 1  # from the cache
+    assert main(["cache", "remove", NAME]) == 0
     assert [p for p in _cached_files() if p.endswith(".hdf5")] == []
     assert main(["download", "huge"]) == 1
     assert "unknown model 'huge'; published models: full, medium" in capsys.readouterr().err
@@ -323,21 +333,19 @@ def test_the_beam_handler_loads_published_names_and_urls_through_the_cache(mirro
     pytest.importorskip("apache_beam")
     from elmo_tf.beam import ElmoModelHandler
 
-    by_name = ElmoModelHandler("small").load_model()
-    options_url, weights_url = SMALL.urls(mirror.base_url)
+    by_name = ElmoModelHandler(NAME).load_model()
+    options_url, weights_url = ROW.urls(mirror.base_url)
     by_url = ElmoModelHandler(options_file=options_url, weight_file=weights_url).load_model()
     np.testing.assert_array_equal(by_name.get_weights()[0], by_url.get_weights()[0])
-    assert mirror.requests == {OPTIONS_PATH: 1, WEIGHTS_PATH: 1}  # one download, then the cache
+    assert mirror.requests == {TINY_OPTIONS: 1, TINY_WEIGHTS: 1}  # one download, then the cache
 
 
-def test_a_server_that_compresses_on_the_fly_is_asked_for_the_bytes_as_stored(
-    mirror, small_official_files
-):
+def test_a_server_that_compresses_on_the_fly_is_asked_for_the_bytes_as_stored(mirror, tiny_files):
     # A mirror behind a web server's gzip declares the encoded length; the files are asked for
     # as stored (Accept-Encoding: identity), so a correct download is never refused.
-    mirror.faults[WEIGHTS_PATH] = mirror.faults[OPTIONS_PATH] = "gzip"
-    model = elmo_tf.ELMo.from_preset("small")
-    assert model.config.projection_dim == 128
+    mirror.faults[TINY_WEIGHTS] = mirror.faults[TINY_OPTIONS] = "gzip"
+    model = elmo_tf.ELMo.from_preset(NAME)
+    assert model.config.projection_dim == ROW.config.projection_dim
 
 
 def test_cache_clear_removes_only_what_the_cache_made(mirror, tmp_path, monkeypatch, capsys):
@@ -350,7 +358,7 @@ def test_cache_clear_removes_only_what_the_cache_made(mirror, tmp_path, monkeypa
     (home / "files").mkdir()
     (home / "files" / "my-own-file").write_text("not the cache's", encoding="utf-8")
     monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(home))
-    elmo_tf.ELMo.from_preset("small")
+    elmo_tf.ELMo.from_preset(NAME)
     assert len(cache_entries.entries()) == 2
     # a user's files inside an entry's directory are not the cache's either
     entry = pathlib.Path(cache_entries.entries()[0].path).parent
@@ -367,8 +375,8 @@ def test_cache_clear_removes_only_what_the_cache_made(mirror, tmp_path, monkeypa
     assert (home / "notes" / "todo.txt").read_text(encoding="utf-8") == "mine"
     assert sorted(os.listdir(home / "files")) == [entry.name, "my-own-file"]
     # so does cache remove
-    elmo_tf.ELMo.from_preset("small")
-    assert main(["cache", "remove", "small"]) == 0
+    elmo_tf.ELMo.from_preset(NAME)
+    assert main(["cache", "remove", NAME]) == 0
     assert f"kept {entry}: it holds files the cache did not make" in capsys.readouterr().out
     assert cache_entries.entries() == [] and sorted(os.listdir(entry)) == ["mydir", "precious.txt"]
     # and a cache directory that is a regular file: named, nothing removed
@@ -383,7 +391,7 @@ def test_a_download_killed_before_its_file_is_in_place_is_counted_and_removed(mi
     """Killed after the record was written, before the body was renamed onto the file's name:
     the partial body and the record without its file are stale (counted, removed by the next
     fetch); a file of the user's beside them stays."""
-    elmo_tf.ELMo.from_preset("small")
+    elmo_tf.ELMo.from_preset(NAME)
     entry = pathlib.Path(cache_entries.entries()[0].path)
     directory = entry.parent
     (directory / cache_entries.PARTIAL_NAME).mkdir()
@@ -394,7 +402,7 @@ def test_a_download_killed_before_its_file_is_in_place_is_counted_and_removed(mi
     assert main(["cache", "list"]) == 0
     assert capsys.readouterr().out.count("(stale)") == 2
     mirror.requests.clear()
-    elmo_tf.ELMo.from_preset("small")  # the entry's next fetch: downloaded again
+    elmo_tf.ELMo.from_preset(NAME)  # the entry's next fetch: downloaded again
     assert sum(mirror.requests.values()) == 1 and cache_entries.stale_files() == []
     assert main(["cache", "clear"]) == 0
     assert f"kept {directory}" in capsys.readouterr().out
@@ -433,12 +441,12 @@ def test_a_killed_download_leaves_nothing_for_good(mirror, monkeypatch, capsys):
 def test_credentials_in_the_mirror_url_are_never_shown_or_stored(mirror, monkeypatch, capfd):
     user_url = mirror.base_url.replace("http://", "http://alice:s3cret@")
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", user_url)
-    elmo_tf.ELMo.from_preset("small")
+    elmo_tf.ELMo.from_preset(NAME)
     assert main(["cache", "list"]) == 0
     printed = "".join(capfd.readouterr())
     assert "downloading" in printed and "alice" not in printed and "s3cret" not in printed
     # the files are named as the published model's, with or without the credentials
-    assert sum(line.startswith("small\t") for line in printed.splitlines()) == 2, printed
+    assert sum(line.startswith(f"{NAME}\t") for line in printed.splitlines()) == 2, printed
     assert main(["cache", "remove", f"{user_url}/nothing.json"]) == 0
     assert capfd.readouterr().out == f"not cached: {mirror.base_url}/nothing.json\n"
     for entry in cache_entries.entries():
@@ -449,15 +457,15 @@ def test_credentials_in_the_mirror_url_are_never_shown_or_stored(mirror, monkeyp
     # the same mirror without the credentials is the same cache entry
     monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", mirror.base_url)
     monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
-    elmo_tf.ELMo.from_preset("small")
+    elmo_tf.ELMo.from_preset(NAME)
 
 
 def test_offline_without_the_mirror_variable_names_where_the_model_is(mirror, monkeypatch):
-    elmo_tf.ELMo.from_preset("small")  # cached under the mirror's URL
+    elmo_tf.ELMo.from_preset(NAME)  # cached under the mirror's URL
     monkeypatch.delenv("ELMO_TF_MODEL_BASE_URL")  # a new shell
     monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
     with pytest.raises(cache.DownloadError) as e:
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     message = str(e.value)
     assert f"the cache holds the same file for {mirror.base_url}" in message
     assert "set ELMO_TF_MODEL_BASE_URL" in message and "\n" not in message
@@ -482,24 +490,24 @@ def test_download_and_cache_need_no_tensorflow(mirror, tmp_path):
 
 
 def test_a_downloaded_weight_file_that_does_not_load_is_not_kept(mirror):
-    mirror.faults[WEIGHTS_PATH] = "truncated_hdf5"
+    mirror.faults[TINY_WEIGHTS] = "truncated_hdf5"
     with pytest.raises(WeightFileError, match="; not kept\\)"):
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     assert [p for p in _cached_files() if p.endswith(".hdf5")] == []
 
 
 def test_embed_never_writes_over_the_files_it_reads_from_the_cache(mirror, tmp_path, capsys):
-    elmo_tf.ELMo.from_preset("small")  # cached
+    elmo_tf.ELMo.from_preset(NAME)  # cached
     text = tmp_path / "in.txt"
     text.write_text("The bank closed .\n", encoding="utf-8")
     for cached in _cached_files():
         if cached.endswith(".json") and not cached.endswith("options.json"):
             continue  # the records
         before = os.path.getsize(cached)
-        assert main(["embed", str(text), cached, "--model", "small"]) == 1
+        assert main(["embed", str(text), cached, "--model", NAME]) == 1
         assert "is an input file; choose another output name" in capsys.readouterr().err
         assert os.path.getsize(cached) == before
-    elmo_tf.ELMo.from_preset("small")  # still checks out
+    elmo_tf.ELMo.from_preset(NAME)  # still checks out
 
 
 @pytest.mark.slow
@@ -537,13 +545,13 @@ def test_offline_and_not_cached_is_said_before_the_work(mirror, monkeypatch, tmp
     from elmo_tf import presets
 
     monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
-    with pytest.raises(cache.DownloadError, match="the options file of 'small' is not in the"):
-        presets.local_paths("small")
+    with pytest.raises(cache.DownloadError, match="the options file of 'tiny' is not in the"):
+        presets.local_paths(NAME)
     source = tmp_path / "in.txt"
     source.write_text("a b\n", encoding="utf-8")
-    assert main(["embed", str(source), str(tmp_path / "o.hdf5"), "--model", "small"]) == 1
+    assert main(["embed", str(source), str(tmp_path / "o.hdf5"), "--model", NAME]) == 1
     (line,) = capsys.readouterr().err.splitlines()
-    assert "ELMO_TF_OFFLINE forbids downloading it: run elmo-tf download small" in line
+    assert f"ELMO_TF_OFFLINE forbids downloading it: run elmo-tf download {NAME}" in line
     assert mirror.requests == {} and not (tmp_path / "o.hdf5").exists()
 
 
@@ -575,11 +583,11 @@ def test_each_bound_holds_at_its_edge(mirror, monkeypatch, fault):
 def test_a_compressed_body_is_bounded_as_it_is_written(mirror):
     """A gzip bomb (64 KiB on the wire, 64 MiB decoded) for the options file: cut at its bound
     (1 MiB) as it is decoded, not retried, nothing kept."""
-    mirror.faults[OPTIONS_PATH] = "gzip_bomb"
+    mirror.faults[TINY_OPTIONS] = "gzip_bomb"
     with pytest.raises(cache.DownloadError) as e:
-        elmo_tf.ELMo.from_preset("small")
-    assert "the options file of 'small' is larger than the 1,048,576 bytes" in str(e.value)
-    assert mirror.requests[OPTIONS_PATH] == 1 and _cached_files() == []
+        elmo_tf.ELMo.from_preset(NAME)
+    assert "the options file of 'tiny' is larger than the 1,048,576 bytes" in str(e.value)
+    assert mirror.requests[TINY_OPTIONS] == 1 and _cached_files() == []
 
 
 @pytest.mark.slow
@@ -608,14 +616,14 @@ def test_a_size_that_is_no_size_is_refused_at_once(mirror, value):
     for the server to close (here it holds the connection for 30 s), and not retried."""
     mirror.stall_seconds = 30.0
     mirror.bad_length = value
-    mirror.faults[OPTIONS_PATH] = "bad_length"
+    mirror.faults[TINY_OPTIONS] = "bad_length"
     start = time.monotonic()
     with pytest.raises(cache.DownloadError) as e:
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     message = str(e.value)
     expected = "a 5000-digit number of bytes" if len(value) > 20 else "an invalid size"
     assert expected in message and "nothing was written" in message and len(message) < 400
-    assert time.monotonic() - start < 10 and mirror.requests[OPTIONS_PATH] == 1
+    assert time.monotonic() - start < 10 and mirror.requests[TINY_OPTIONS] == 1
     assert _cached_files() == []
 
 
@@ -623,11 +631,11 @@ def test_a_size_that_is_no_size_is_refused_at_once(mirror, value):
 def test_an_answer_that_is_not_the_file_is_refused(mirror, fault):
     """204, 304, a 3xx without a Location, a 206 nobody asked for: no file, one line, not
     retried, nothing cached."""
-    mirror.faults[WEIGHTS_PATH] = fault
+    mirror.faults[TINY_WEIGHTS] = fault
     with pytest.raises(cache.DownloadError) as e:
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     assert f"the server answers HTTP {fault} " in str(e.value) and "not the file" in str(e.value)
-    assert mirror.requests[WEIGHTS_PATH] == 1
+    assert mirror.requests[TINY_WEIGHTS] == 1
     assert [p for p in _cached_files() if p.endswith(".hdf5")] == []
 
 
@@ -639,21 +647,21 @@ def test_an_answer_that_is_not_the_file_is_refused(mirror, fault):
         ("http://[::1/weights.hdf5", "not a usable URL (Invalid IPv6 URL)"),
         ("http://127.0.0.1:99999/w.hdf5", "not a usable URL (Port out of range 0-65535)"),
         ("http://alice:se#cret@127.0.0.1/w", "not a usable URL (an '@' past the host"),
-        (WEIGHTS_PATH, "redirects in a loop (back to http://127.0.0.1:"),
+        (TINY_WEIGHTS, "redirects in a loop (back to http://127.0.0.1:"),
         ("/hop/1", "redirects in a loop"),  # /hop/1 -> /hop/2 -> the weights -> /hop/1
     ],
 )
 def test_a_redirect_is_checked_as_our_urls_are(mirror, location, fragment):
     """Every URL a server hands us is checked as ours are: a redirect elsewhere than
     http(s)://, to an invalid URL, in a loop or past 10 hops is one line, not retried."""
-    mirror.redirects[WEIGHTS_PATH] = location
-    mirror.redirects.update({"/hop/1": "/hop/2", "/hop/2": WEIGHTS_PATH})
+    mirror.redirects[TINY_WEIGHTS] = location
+    mirror.redirects.update({"/hop/1": "/hop/2", "/hop/2": TINY_WEIGHTS})
     with pytest.raises(cache.DownloadError) as e:
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     message = str(e.value)
     assert fragment in message and "\n" not in message and "cret" not in message, message
-    assert message.startswith(f"{mirror.base_url}{WEIGHTS_PATH}: cannot download the weight")
-    assert mirror.requests[WEIGHTS_PATH] == 1  # a loop is seen before it is followed
+    assert message.startswith(f"{mirror.base_url}{TINY_WEIGHTS}: cannot download the weight")
+    assert mirror.requests[TINY_WEIGHTS] == 1  # a loop is seen before it is followed
     assert [p for p in _cached_files() if p.endswith(".hdf5")] == []
 
 
@@ -661,17 +669,17 @@ def test_a_redirect_is_checked_as_our_urls_are(mirror, location, fragment):
 def test_redirects_to_usable_urls_are_followed_ten_times(mirror, monkeypatch, hops):
     """At the bound's edge: 10 redirects are followed (the file cached under the address
     asked for), the 11th is refused."""
-    monkeypatch.setitem(mirror.files, "/moved/weights.hdf5", mirror.files[WEIGHTS_PATH])
-    chain = [WEIGHTS_PATH] + [f"/hop/{i}" for i in range(1, hops)] + ["/moved/weights.hdf5"]
+    monkeypatch.setitem(mirror.files, "/moved/weights.hdf5", mirror.files[TINY_WEIGHTS])
+    chain = [TINY_WEIGHTS] + [f"/hop/{i}" for i in range(1, hops)] + ["/moved/weights.hdf5"]
     mirror.redirects.update(zip(chain[:-1], chain[1:]))
     if hops > 10:
         with pytest.raises(cache.DownloadError, match="more than 10 redirects; nothing was"):
-            elmo_tf.ELMo.from_preset("small")
+            elmo_tf.ELMo.from_preset(NAME)
         assert mirror.requests["/moved/weights.hdf5"] == 0
         return
-    assert elmo_tf.ELMo.from_preset("small").config.projection_dim == 128
+    assert elmo_tf.ELMo.from_preset(NAME).config.projection_dim == ROW.config.projection_dim
     assert mirror.requests["/moved/weights.hdf5"] == 1
-    assert cache_entries.read_entry(cache_entries.entry_path(SMALL.urls()[1])) is not None
+    assert cache_entries.read_entry(cache_entries.entry_path(ROW.urls()[1])) is not None
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "full directory"])
@@ -682,7 +690,7 @@ def test_a_cached_file_replaced_by_no_file(mirror, capsys, kind):
     holding files is the user's and is kept, said)."""
     from support.special_files import special_file
 
-    elmo_tf.ELMo.from_preset("small")
+    elmo_tf.ELMo.from_preset(NAME)
     (weights,) = [p for p in _cached_files() if p.endswith(".hdf5")]
     os.remove(weights)
     if kind == "fifo":
@@ -693,28 +701,28 @@ def test_a_cached_file_replaced_by_no_file(mirror, capsys, kind):
             pathlib.Path(weights, "mine.txt").write_text("mine", encoding="utf-8")
     shown = "is a named pipe" if kind == "fifo" else "is a directory"
     with pytest.raises(cache.CacheError, match=f"the cached copy of .* {shown}; it is not"):
-        elmo_tf.ELMo.from_preset("small")
+        elmo_tf.ELMo.from_preset(NAME)
     assert main(["cache", "list"]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if weights in x]
-    assert line.startswith("small\t-\t") and f"{shown}, not the cached file" in line
-    assert main(["cache", "remove", "small"]) == 0
+    assert line.startswith(f"{NAME}\t-\t") and f"{shown}, not the cached file" in line
+    assert main(["cache", "remove", NAME]) == 0
     out = capsys.readouterr().out
     assert os.path.lexists(weights) == (kind == "full directory")
     assert ("kept " in out) == (kind == "full directory")
     if kind != "full directory":
-        assert elmo_tf.ELMo.from_preset("small").config.projection_dim == 128
+        assert elmo_tf.ELMo.from_preset(NAME).config.projection_dim == ROW.config.projection_dim
 
 
 def test_cache_remove_answers_as_download_does(mirror, capsys):
     """A misspelt name gets "did you mean", the bundled model its own answer, an unusable URL
     its reason; every target is checked before anything is removed."""
-    main(["download", "small"])
+    main(["download", NAME])
     capsys.readouterr()
     for targets, fragment in [
         (["smal"], "unknown model 'smal'; published models: full,"),
-        (["smal"], "small, or an http(s):// URL; did you mean 'small'?"),
+        (["smal"], "small, tiny, or an http(s):// URL; did you mean 'small'?"),
         (["sotu"], "'sotu' is bundled with the package: nothing to remove (use it as --model"),
-        (["small", "http://[::1"], "http://[::1: not a usable URL (Invalid IPv6 URL)"),
+        ([NAME, "http://[::1"], "http://[::1: not a usable URL (Invalid IPv6 URL)"),
     ]:
         assert main(["cache", "remove", *targets]) == 1
         out, err = capsys.readouterr()
@@ -739,13 +747,13 @@ def _read_only(monkeypatch):
 def test_a_read_only_cache_is_read_without_a_lock(mirror, monkeypatch, capsys, offline):
     """A complete cache that cannot be written (a read-only mount: EROFS at the lock) loads,
     downloads nothing, and says in one line what it cannot do."""
-    elmo_tf.ELMo.from_preset("small")
+    elmo_tf.ELMo.from_preset(NAME)
     mirror.requests.clear()
     monkeypatch.setenv("ELMO_TF_OFFLINE", offline)
     _read_only(monkeypatch)
-    assert elmo_tf.ELMo.from_preset("small").config.projection_dim == 128
-    assert main(["download", "small"]) == 0 and capsys.readouterr().out.count("small\t") == 2
-    for action in (["remove", "small"], ["clear"]):
+    assert elmo_tf.ELMo.from_preset(NAME).config.projection_dim == ROW.config.projection_dim
+    assert main(["download", NAME]) == 0 and capsys.readouterr().out.count(f"{NAME}\t") == 2
+    for action in (["remove", NAME], ["clear"]):
         assert main(["cache", *action]) == 1
         (line,) = capsys.readouterr().err.splitlines()
         assert f"the model cache {cache_entries.cache_dir()} is read-only (Read-only file" in line
@@ -790,9 +798,9 @@ def test_a_cache_on_a_read_only_mount(mirror, tmp_path):
     assert not os.path.exists(f"{root}/x") and len(cache_entries.entries()) == 2
 
 
-def test_an_options_file_of_another_architecture_is_not_kept(mirror, monkeypatch, tiny_files):
+def test_an_options_file_of_another_architecture_is_not_kept(mirror, monkeypatch):
     """Checked before it is recorded: refused, nothing cached, the weights never asked for."""
-    monkeypatch.setitem(mirror.files, OPTIONS_PATH, pathlib.Path(tiny_files[0]).read_bytes())
-    with pytest.raises(OptionsError, match=r"not the 'small' architecture .*; not kept\)$"):
-        elmo_tf.ELMo.from_preset("small")
-    assert _cached_files() == [] and mirror.requests[WEIGHTS_PATH] == 0
+    monkeypatch.setitem(mirror.files, TINY_OPTIONS, mirror.files[OPTIONS_PATH])  # small's
+    with pytest.raises(OptionsError, match=r"not the 'tiny' architecture .*; not kept\)$"):
+        elmo_tf.ELMo.from_preset(NAME)
+    assert _cached_files() == [] and mirror.requests[TINY_WEIGHTS] == 0

@@ -145,7 +145,8 @@ def tiny_export(tiny_files, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def model_mirror(small_official_files):
-    """A loopback HTTP server holding the published layout of ``small`` (random weights):
+    """A loopback HTTP server holding the published layout of ``small`` (random weights) and
+    of the tiny row (``tiny_published_row``, a test registers it in ``published.MODELS``):
     ``mirror.base_url`` for ``ELMO_TF_MODEL_BASE_URL``; ``mirror.faults`` and
     ``mirror.requests`` let a test break it and count what it served."""
     from elmo_tf.presets import published
@@ -153,9 +154,12 @@ def model_mirror(small_official_files):
 
     model = published.MODELS["small"]
     options, weights = small_official_files
+    tiny = tiny_published_row()
     files = {
         f"/{model.folder}/{model.options_file}": options.read_bytes(),
         f"/{model.folder}/{model.weights_file}": weights.read_bytes(),
+        f"/{tiny.folder}/{tiny.options_file}": (TINY / "options.json").read_bytes(),
+        f"/{tiny.folder}/{tiny.weights_file}": (TINY / "weights.hdf5").read_bytes(),
     }
     with ModelMirror(files) as mirror:
         yield mirror
@@ -186,3 +190,18 @@ def docs_sessions(tmp_path_factory, model_mirror, small_official_files):
     from support.docs import open_sessions
 
     yield from open_sessions(tmp_path_factory, model_mirror, small_official_files)
+
+
+def tiny_published_row():
+    """A published row in the layout of AllenNLP's (``published._model``'s naming) whose
+    files are the tiny model's: the cache and download tests fetch 150 KB, not 54 MB."""
+    from elmo_tf.config import ElmoConfig
+    from elmo_tf.presets import published
+
+    return published.PublishedModel(
+        name="tiny",
+        folder="tests/tiny",
+        options_file="elmo_tiny_options.json",
+        weights_file="elmo_tiny_weights.hdf5",
+        config=ElmoConfig.from_file(TINY / "options.json"),
+    )
