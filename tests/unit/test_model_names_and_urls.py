@@ -19,21 +19,53 @@ def test_unknown_names_list_the_known_ones():
         elmo_tf.ELMo.from_preset("huge")
 
 
+# Every published file where AllenNLP publishes it (its docs and models name these URLs).
+ALLENNLP = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
+PUBLISHED_URLS = {
+    "small": (
+        f"{ALLENNLP}/2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway_options.json",
+        f"{ALLENNLP}/2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5",
+    ),
+    "medium": (
+        f"{ALLENNLP}/2x2048_256_2048cnn_1xhighway/elmo_2x2048_256_2048cnn_1xhighway_options.json",
+        f"{ALLENNLP}/2x2048_256_2048cnn_1xhighway/elmo_2x2048_256_2048cnn_1xhighway_weights.hdf5",
+    ),
+    "original": (
+        f"{ALLENNLP}/2x4096_512_2048cnn_2xhighway/elmo_2x4096_512_2048cnn_2xhighway_options.json",
+        f"{ALLENNLP}/2x4096_512_2048cnn_2xhighway/elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5",
+    ),
+    "original_5.5b": (
+        f"{ALLENNLP}/2x4096_512_2048cnn_2xhighway_5.5B/"
+        "elmo_2x4096_512_2048cnn_2xhighway_5.5B_options.json",
+        f"{ALLENNLP}/2x4096_512_2048cnn_2xhighway_5.5B/"
+        "elmo_2x4096_512_2048cnn_2xhighway_5.5B_weights.hdf5",
+    ),
+    "pubmed": (
+        f"{ALLENNLP}/contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_options.json",
+        f"{ALLENNLP}/contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_weights_PubMed_only.hdf5",
+    ),
+}
+
+
 def test_the_registry_holds_the_published_addresses():
-    original = published.lookup("full")
-    assert original is published.MODELS["original"]
-    assert original.urls("https://s3-us-west-2.amazonaws.com/allennlp/models/elmo") == (
-        "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo/2x4096_512_2048cnn_2xhighway/"
-        "elmo_2x4096_512_2048cnn_2xhighway_options.json",
-        "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo/2x4096_512_2048cnn_2xhighway/"
-        "elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5",
-    )
-    assert published.MODELS["original_5.5b"].urls("B")[1] == (
-        "B/2x4096_512_2048cnn_2xhighway_5.5B/elmo_2x4096_512_2048cnn_2xhighway_5.5B_weights.hdf5"
-    )
+    assert published.lookup("full") is published.MODELS["original"]
+    assert {name: m.urls(ALLENNLP) for name, m in published.MODELS.items()} == PUBLISHED_URLS
     sizes = {name: round(m.download_bytes / 1e6) for name, m in published.MODELS.items()}
     assert sizes == {"small": 54, "medium": 112, "original": 374, "original_5.5b": 374,
                      "pubmed": 374}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_URLS))
+def test_each_published_url_goes_through_the_mirror(name, monkeypatch):
+    """AllenNLP's URL of each published file, on any of S3's hosts, is read from the mirror
+    where the model's name is; a URL of no published file is left as it is."""
+    monkeypatch.setenv(published.BASE_URL_VARIABLE, "http://mirror.example/elmo")
+    for url, mirrored in zip(PUBLISHED_URLS[name], published.MODELS[name].urls()):
+        assert mirrored.startswith("http://mirror.example/elmo/")
+        for host in published.ALLENNLP_BASE_URLS:
+            assert published.mirrored(url.replace(ALLENNLP, host)) == mirrored
+    other = f"{ALLENNLP}/2x1024_128_2048cnn_1xhighway/elmo_other_weights.hdf5"
+    assert published.mirrored(other) == other
 
 
 @pytest.mark.parametrize(
