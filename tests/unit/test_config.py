@@ -90,6 +90,15 @@ def test_unknown_preset():
         (lambda o: o["char_cnn"].update(activation="gelu"), "'char_cnn.activation' must be one"),
         (lambda o: o["char_cnn"].update(n_characters=300), "'char_cnn.n_characters' must be 261"),
         (lambda o: o["lstm"].update(cell_clip=-1), "'lstm.cell_clip' must be a finite positive"),
+        (lambda o: o["lstm"].update(cell_clip=0), "'lstm.cell_clip' must be a finite positive"),
+        (lambda o: o["lstm"].update(proj_clip=0.0), "'lstm.proj_clip' must be a finite positive"),
+        (lambda o: o["char_cnn"].update(filters=[[1, 0]]), r"has an invalid entry \[1, 0\]"),
+        (lambda o: o["char_cnn"].update(filters=[[0, 8]]), r"has an invalid entry \[0, 8\]"),
+        (lambda o: o["char_cnn"].update(filters=[[51, 8]]), r"has an invalid entry \[51, 8\]"),
+        (lambda o: o["char_cnn"].update(filters=[]), "must list at least one"),
+        (lambda o: o["lstm"].update(dim=0), "'lstm.dim' must be a positive integer, got 0"),
+        (lambda o: o["lstm"].update(n_layers=0), "'lstm.n_layers' must be a positive integer"),
+        (lambda o: o["char_cnn"].update(n_highway=-1), "'char_cnn.n_highway' must be a non-neg"),
         (
             lambda o: o["char_cnn"].update(max_characters_per_token=20),
             "'char_cnn.max_characters_per_token' must be 50",
@@ -109,9 +118,30 @@ def test_unknown_preset():
             "did you mean 'char_cnn.embedding.dim'",
         ),
         (lambda o: o["lstm"].update(proj_clips=3), "did you mean 'lstm.proj_clip'"),
+        # wrong types
+        (lambda o: o["lstm"].update(dim=True), "'lstm.dim' must be an integer, got True"),
+        (lambda o: o["lstm"].update(dim=[4096]), "'lstm.dim' must be an integer, got \\[4096\\]"),
+        (lambda o: o["lstm"].update(dim=32.0), "'lstm.dim' must be an integer, got 32.0"),
+        (lambda o: o["lstm"].update(n_layers=None), "'lstm.n_layers' must be an integer"),
+        (lambda o: o["lstm"].update(cell_clip="3"), "'lstm.cell_clip' must be a number, got '3'"),
+        (lambda o: o["lstm"].update(proj_clip=[3]), "'lstm.proj_clip' must be a number"),
+        (lambda o: o["lstm"].update(cell_clip=False), "'lstm.cell_clip' must be a number"),
+        (
+            lambda o: o["lstm"].update(use_skip_connections="false"),
+            "'lstm.use_skip_connections' must be true or false, got 'false'",
+        ),
+        (lambda o: o["char_cnn"].update(filters=[[1, True]]), "'char_cnn.filters' must be a list"),
+        (lambda o: o["char_cnn"].update(filters=[[1, 2.5]]), "'char_cnn.filters' must be a list"),
+        (lambda o: o["char_cnn"].update(filters="[[1, 8]]"), "'char_cnn.filters' must be a list"),
+        (lambda o: o["char_cnn"].update(activation=["relu"]), "'char_cnn.activation' must be one"),
+        (lambda o: o["char_cnn"].update(embedding=16), "'char_cnn.embedding' must be a JSON obj"),
+        (lambda o: o.update(lstm=[1, 2]), "'lstm' must be a JSON object, got \\[1, 2\\]"),
+        (lambda o: o["char_cnn"].update(n_characters=262.0), "'char_cnn.n_characters' must be an"),
     ],
 )
 def test_bad_options_name_key_and_file(tmp_path, mutate, message):
+    """A missing key, a value of the wrong type or out of its range, a misspelt key: one
+    line naming the file and the key."""
     options = _tiny_options()
     mutate(options)
     path = _write(tmp_path, options)
@@ -196,38 +226,6 @@ def test_non_finite_and_out_of_range_numbers(tmp_path, text, message):
         ElmoConfig.from_file(path)
     assert str(path) in str(info.value)
     assert len(str(info.value)) < 300  # one readable line, not the 5000 digits
-
-
-@pytest.mark.parametrize(
-    "mutate, message",
-    [
-        (lambda o: o["lstm"].update(dim=True), "'lstm.dim' must be an integer, got True"),
-        (lambda o: o["lstm"].update(dim=[4096]), "'lstm.dim' must be an integer, got \\[4096\\]"),
-        (lambda o: o["lstm"].update(dim=32.0), "'lstm.dim' must be an integer, got 32.0"),
-        (lambda o: o["lstm"].update(n_layers=None), "'lstm.n_layers' must be an integer"),
-        (lambda o: o["lstm"].update(cell_clip="3"), "'lstm.cell_clip' must be a number, got '3'"),
-        (lambda o: o["lstm"].update(proj_clip=[3]), "'lstm.proj_clip' must be a number"),
-        (lambda o: o["lstm"].update(cell_clip=False), "'lstm.cell_clip' must be a number"),
-        (
-            lambda o: o["lstm"].update(use_skip_connections="false"),
-            "'lstm.use_skip_connections' must be true or false, got 'false'",
-        ),
-        (lambda o: o["char_cnn"].update(filters=[[1, True]]), "'char_cnn.filters' must be a list"),
-        (lambda o: o["char_cnn"].update(filters=[[1, 2.5]]), "'char_cnn.filters' must be a list"),
-        (lambda o: o["char_cnn"].update(filters="[[1, 8]]"), "'char_cnn.filters' must be a list"),
-        (lambda o: o["char_cnn"].update(activation=["relu"]), "'char_cnn.activation' must be one"),
-        (lambda o: o["char_cnn"].update(embedding=16), "'char_cnn.embedding' must be a JSON obj"),
-        (lambda o: o.update(lstm=[1, 2]), "'lstm' must be a JSON object, got \\[1, 2\\]"),
-        (lambda o: o["char_cnn"].update(n_characters=262.0), "'char_cnn.n_characters' must be an"),
-    ],
-)
-def test_wrong_types_name_key_and_file(tmp_path, mutate, message):
-    options = _tiny_options()
-    mutate(options)
-    path = _write(tmp_path, options)
-    with pytest.raises(OptionsError, match=message) as info:
-        ElmoConfig.from_file(path)
-    assert str(path) in str(info.value)
 
 
 def test_huge_values_are_shortened_in_messages(tmp_path):
@@ -387,3 +385,50 @@ def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(OptionsError, match="options.json: is a named pipe, not an options file"):
         ElmoConfig.from_file(fifo)
+
+
+def test_the_smallest_values_each_rule_allows_are_accepted(tmp_path):
+    """The other side of each edge refused above: a tiny clip, width 1 and width 50 (a
+    filter over the whole token), one filter, no highway layer, one LSTM layer."""
+    options = _tiny_options()
+    options["lstm"].update(cell_clip=1e-30, proj_clip=1, n_layers=1)
+    options["char_cnn"].update(filters=[[1, 1], [50, 1]], n_highway=0)
+    config = ElmoConfig.from_file(_write(tmp_path, options))
+    assert (config.cell_clip, config.proj_clip, config.n_lstm_layers) == (1e-30, 1.0, 1)
+    assert (config.filters, config.n_highway) == (((1, 1), (50, 1)), 0)
+
+
+def test_a_file_giving_only_the_required_keys_gets_the_tables_defaults(tmp_path):
+    """What each optional key means when a file leaves it out (``options_file.FIELDS``):
+    skip connections on, no clipping, two LSTM layers, 262 character ids, 50 per token."""
+    options = {
+        "lstm": {"projection_dim": 16, "dim": 32},
+        "char_cnn": {
+            "filters": [[1, 8], [2, 8]],
+            "activation": "tanh",
+            "n_highway": 1,
+            "embedding": {"dim": 16},
+        },
+    }
+    config = ElmoConfig.from_file(_write(tmp_path, options))
+    assert dataclasses.asdict(config) == {
+        "filters": ((1, 8), (2, 8)),
+        "char_embedding_dim": 16,
+        "n_highway": 1,
+        "activation": "tanh",
+        "projection_dim": 16,
+        "lstm_dim": 32,
+        "n_lstm_layers": 2,
+        "cell_clip": None,
+        "proj_clip": None,
+        "use_skip_connections": True,
+        "max_characters_per_token": 50,
+        "n_characters": 262,
+    }
+    # written back whole, but for the clips it has none of
+    assert config.to_options()["lstm"] == {
+        "use_skip_connections": True,
+        "projection_dim": 16,
+        "dim": 32,
+        "n_layers": 2,
+    }
