@@ -22,6 +22,7 @@ from elmo_tf.export.saved_model_warmup import (
     WARMUP_FILE,
 )
 from elmo_tf.serving.model_manager import ModelManager, State
+from elmo_tf.serving.request_limits import RequestLimits
 
 
 def _records(saved_model_dir):
@@ -132,6 +133,25 @@ def test_a_record_that_fails_fails_the_load(request, tiny_export, tmp_path, reco
     with pytest.raises(Exception, match="no version of it is loaded"):
         with manager.servable():
             pass
+
+
+@pytest.mark.parametrize("max_tokens_per_row, loads", [(3, False), (4, True)])
+def test_records_are_replayed_under_the_servers_own_limits(
+    request, tiny_export, tmp_path, max_tokens_per_row, loads
+):
+    """The export's records (a sentence of 4 tokens) against a server's limits other than the
+    defaults: the replay checks them as that server checks a client's request."""
+    shutil.copytree(tiny_export / "1", tmp_path / "1")
+    limits = RequestLimits(max_tokens_per_row=max_tokens_per_row)
+    manager = ModelManager("elmo", str(tmp_path), poll_seconds=0, limits=limits)
+    request.addfinalizer(lambda: manager.stop(5))
+    manager.poll()
+    ((version, state, error),) = manager.status()
+    if loads:
+        assert (version, state, error) == (1, State.AVAILABLE, "")
+    else:
+        assert state == State.END
+        assert "row of 4 tokens, over the limit of 3 (max_tokens_per_row)" in error, error
 
 
 @pytest.mark.slow

@@ -1,15 +1,12 @@
 """Warm-up records read before TensorFlow: bad lengths refused, a short tail ends the file as in
-TensorFlow, a path that is no file refused."""
+TensorFlow, a path that is no file refused, TF Serving's limit of 1,000 records at its edge."""
 
 import re
 
 import pytest
 from support.special_files import special_file
 
-from elmo_tf.export.saved_model_warmup import (
-    WARMUP_FILE,
-    read_warmup_requests,
-)
+from elmo_tf.export.saved_model_warmup import MAX_RECORDS, WARMUP_FILE, read_warmup_requests
 
 
 def _warmup_file(tmp_path, data):
@@ -54,3 +51,33 @@ def test_a_records_path_that_is_no_file_is_refused(tmp_path, kind):
         expected = "is a directory, not a file of TFRecords"
     with pytest.raises(ValueError, match=re.escape(f"{WARMUP_FILE}: {expected}")):
         read_warmup_requests(tmp_path)
+
+
+def _predict_logs(tmp_path, count):
+    """A warm-up file of ``count`` records, each a ``default`` request of one sentence."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
+
+    request = predict_pb2.PredictRequest(
+        model_spec=model_pb2.ModelSpec(name="elmo", signature_name="default")
+    )
+    request.inputs["sentences"].CopyFrom(tf.make_tensor_proto([b"a b"]))
+    log = prediction_log_pb2.PredictionLog(
+        predict_log=prediction_log_pb2.PredictLog(request=request)
+    ).SerializeToString()
+    path = tmp_path / WARMUP_FILE
+    path.parent.mkdir(parents=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for _ in range(count):
+            writer.write(log)
+    return tmp_path
+
+
+def test_exactly_the_record_limit_is_read_whole(tmp_path):
+    requests = read_warmup_requests(_predict_logs(tmp_path, MAX_RECORDS))
+    assert len(requests) == MAX_RECORDS and requests[-1][0] == "default"
+
+
+def test_one_record_past_the_limit_is_refused(tmp_path):
+    with pytest.raises(ValueError, match=f"more than {MAX_RECORDS} warm-up records"):
+        read_warmup_requests(_predict_logs(tmp_path, MAX_RECORDS + 1))
