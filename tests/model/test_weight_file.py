@@ -10,6 +10,7 @@ import pytest
 from support.paths import FIXTURES, TINY
 
 import elmo_tf
+from elmo_tf.config import ElmoConfig
 from elmo_tf.weight_file import WeightFileError, weight_table
 
 SECRET = np.float32(1234.5)  # what a crafted file tries to smuggle in from elsewhere
@@ -494,3 +495,38 @@ def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tiny_model, tmp_pa
     os.mkfifo(fifo)
     with pytest.raises(WeightFileError, match="weights.hdf5: is a named pipe, not a weight file"):
         elmo_tf.load_weights(tiny_model, fifo)
+
+
+def _as_float64(source, target):
+    """A copy of the weight file ``source`` with every dataset stored as float64 (a file
+    bilm-tf's tools can write: the loader reads it)."""
+    with h5py.File(source) as src, h5py.File(target, "w") as dst:
+
+        def copy(name, item):
+            if isinstance(item, h5py.Dataset):
+                dst.create_dataset(name, data=item[...].astype(np.float64))
+
+        src.visititems(copy)
+    return target
+
+
+@pytest.mark.parametrize("shape", ["tiny", "small"])
+def test_a_float64_weight_file_fits_the_download_bound(shape, tmp_path, small_official_files):
+    """A URL's weight file is downloaded up to ``weight_file_bound``: float64 values and
+    HDF5's layout fit under it, in a shape whose float64 values alone are past twice the
+    float32 size plus the layout allowance (small: 109 MB) as in one under it (tiny)."""
+    from elmo_tf.presets import weight_file_bound
+
+    options, weights = (TINY / "options.json", TINY / "weights.hdf5")
+    if shape == "small":
+        options, weights = small_official_files
+    config = ElmoConfig.from_file(options)
+    doubled = _as_float64(weights, tmp_path / "weights64.hdf5")
+    size = os.path.getsize(doubled)
+    assert size > 8 * config.parameter_count  # every value stored as float64
+    assert size <= weight_file_bound(config)
+    if shape == "tiny":  # and it loads, with the float32 file's values
+        model = elmo_tf.load_pretrained(options, doubled)
+        reference = elmo_tf.load_pretrained(options, weights)
+        for a, b in zip(model.get_weights(), reference.get_weights()):
+            np.testing.assert_array_equal(a, b)
