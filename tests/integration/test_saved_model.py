@@ -239,6 +239,8 @@ def test_elmo_layer_fine_tunes_in_functional_and_sequential_models(exported, tmp
     restored = keras.models.load_model(saved)
     assert_same(restored(texts), model(texts))
 
+    # A loaded SavedModel object in a Sequential model, every weight trainable (fitting the
+    # whole biLM is ElmoLayer's own code, tested on a model directory in test_backend_model.py)
     sequential = keras.Sequential(
         [
             keras.Input(shape=(), dtype="string"),
@@ -246,9 +248,8 @@ def test_elmo_layer_fine_tunes_in_functional_and_sequential_models(exported, tmp
             keras.layers.Dense(2, activation="softmax"),
         ]
     )
-    sequential.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-    sequential.fit(dataset, epochs=1, verbose=0)
     assert len(sequential.layers[0].trainable_weights) == len(sequential.layers[0].weights)
+    assert_same(sequential.layers[0](texts), elmo_tf.ElmoLayer(path)(texts))  # untrained
 
 
 @pytest.mark.slow
@@ -363,3 +364,20 @@ def test_a_regularisation_coefficient_that_poisons_the_loss_is_refused(tiny_mode
     with pytest.raises(elmo_tf.errors.ExportError, match="l2_coefficient must be a finite number"):
         export_saved_model(tiny_model, str(tmp_path / "out"), l2_coefficient=l2)
     assert not os.path.exists(tmp_path / "out" / "1")
+
+
+@pytest.mark.stress
+def test_elmo_layer_fine_tunes_the_whole_bilm_in_a_sequential_model(exported):
+    """``fine_tune="all"``: fit moves the biLM's own weights too (tracing the whole backward
+    pass: the stress tier)."""
+    _, path = exported
+    _, dataset = _classifier_data()
+    layer = elmo_tf.ElmoLayer(tf.saved_model.load(path), fine_tune="all")
+    sequential = keras.Sequential(
+        [keras.Input(shape=(), dtype="string"), layer, keras.layers.Dense(2, activation="softmax")]
+    )
+    before = layer.elmo.bilstm.weights[0].numpy().copy()
+    sequential.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    history = sequential.fit(dataset, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert np.abs(layer.elmo.bilstm.weights[0].numpy() - before).max() > 0
