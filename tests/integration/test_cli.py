@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from support.console import blocker, run_python
 from support.paths import TINY
 
 ELMO_TF = os.path.join(os.path.dirname(sys.executable), "elmo-tf")
@@ -40,9 +41,9 @@ KEPT = [
 ]
 
 
-@pytest.mark.slow
-def test_filter_drops_noise_written_to_file_descriptor_2():
-    """What C++ writes to fd 2 passes through the filter line by line, in order."""
+def test_filter_drops_noise_written_to_file_descriptor_2(tmp_path):
+    """What C++ writes to fd 2 passes through the filter line by line, in order (a process
+    of its own, without TensorFlow: the filter is ours alone)."""
     script = textwrap.dedent(
         f"""
         import os, sys
@@ -53,17 +54,15 @@ def test_filter_drops_noise_written_to_file_descriptor_2():
                 os.write(2, (line + "\\n").encode())  # as native code writes
             print("python's own stderr", file=sys.stderr)
         print("after", file=sys.stderr)
+        assert "tensorflow" not in sys.modules or sys.modules["tensorflow"] is None
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
+    done = run_python(script, tmp_path, block_tensorflow=True)
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == KEPT + ["python's own stderr", "after"]
 
 
-@pytest.mark.slow
-def test_output_into_a_closed_pipe_ends_quietly():
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
     """`elmo-tf client ... | head`: once the reader has gone, the command stops without a word,
     with SIGPIPE's status; a broken pipe that is not standard output is still reported."""
     script = textwrap.dedent(
@@ -85,6 +84,10 @@ def test_output_into_a_closed_pipe_ends_quietly():
         """
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as a user's
+    # the command's exit needs no TensorFlow: without it, three processes start in a second
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(blocker(tmp_path / "blocker", ("tensorflow",))), env.get("PYTHONPATH", "")]
+    )
     cases = [("stdout", 141, ""), ("buffered", 141, ""), ("socket", 1, "error: Broken pipe")]
     for name, status, err in cases:
         process = subprocess.Popen(
