@@ -24,6 +24,7 @@ import grpc
 import numpy as np
 import pytest
 import tensorflow as tf
+from support.console import blocker
 from support.numerics import assert_reordered
 from support.paths import ROOT as REPOSITORY
 from support.serving_gate import gate_servable_run
@@ -630,10 +631,17 @@ def test_sigterm_finishes_the_request_in_flight(base_path):
 )
 @pytest.mark.slow
 def test_loadtest_names_a_missing_input_in_one_line(tmp_path, flags, fragment):
+    """Before any server starts (the script run where TensorFlow is not installed: its
+    checks need none)."""
     script = os.path.join(ROOT, "serving", "loadtest.py")
     argv = [f.format(tmp=tmp_path) for f in flags]
+    no_tensorflow = str(blocker(tmp_path / "blocker", ("tensorflow",)))
     done = subprocess.run(
-        [sys.executable, script, *argv], capture_output=True, text=True, timeout=60
+        [sys.executable, script, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([no_tensorflow, ROOT])),
     )
     assert done.returncode == 1
     (line,) = done.stderr.splitlines()
