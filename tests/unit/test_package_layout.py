@@ -3,14 +3,11 @@
 - argparse (imports or parser calls) lives only in ``elmo_tf/cli/``;
 - no import circle anywhere in ``elmo_tf``, function-level imports included;
 - a function-level import says why it is one (``# lazy: ...`` on its line or the line above):
-  an optional extra, or a command line that starts without TensorFlow;
-- ``elmo-tf --help``, every subcommand's ``--help`` and a usage error leave TensorFlow out of
-  the process (``python -X importtime`` lists every module imported).
+  an optional extra, or a command line that starts without TensorFlow (which
+  tests/integration/test_command_start.py checks in a process).
 """
 
 import ast
-import subprocess
-import sys
 
 import pytest
 from support.paths import ROOT
@@ -120,77 +117,3 @@ def _explained(lines, index):
             if not stripped.endswith(",") and not stripped.endswith("("):
                 return False
     return False
-
-
-COMMANDS = [
-    [],
-    ["embed"],
-    ["export", "saved-model"],
-    ["export", "tflite"],
-    ["export", "onnx"],
-    ["serve"],
-    ["client"],
-    ["train"],
-    ["evaluate"],
-    ["senses"],
-    ["dump-weights"],
-    ["build-vocab"],
-    ["beam"],
-]
-
-
-def _imports_of(argv):
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "elmo_tf", *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
-    modules = [
-        line.rsplit("|", 1)[1].strip()
-        for line in done.stderr.splitlines()
-        if line.startswith("import time:") and "|" in line
-    ]
-    return done, modules
-
-
-@pytest.mark.parametrize("argv", [[*c, "--help"] for c in COMMANDS], ids=" ".join)
-@pytest.mark.slow
-def test_help_answers_without_tensorflow(argv):
-    done, modules = _imports_of(argv)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith("usage: elmo-tf")
-    heavy = {m.split(".")[0] for m in modules} & {"tensorflow", "keras", "apache_beam", "grpc"}
-    assert heavy == set()
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["embed"],  # a missing argument
-        ["embed", "in.txt", "out.hdf5", "--batch-size", "x"],  # a value of the wrong type
-        ["serve", "--model-base-path", "/nonexistent", "--port", "0"],  # a check after parsing
-        ["export", "tflite", "x.tflite", "--batch-size", "0"],
-        ["export", "onnx", "x.onnx", "--triton-max-batch-size", "0"],
-        ["beam", "--input", "x.txt"],
-    ],
-    ids=" ".join,
-)
-@pytest.mark.slow
-def test_argument_errors_answer_without_tensorflow(argv):
-    done, modules = _imports_of(argv)
-    assert done.returncode in (1, 2), done.stderr[-2000:]
-    assert "tensorflow" not in {m.split(".")[0] for m in modules}
-    message = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
-    assert len(message) >= 1 and "Traceback" not in "\n".join(message)
-
-
-def test_a_beam_glob_matching_a_directory_answers_without_beam_or_tensorflow():
-    """It used to be checked with the job's imports (Beam, TensorFlow): 5.6 s."""
-    done, modules = _imports_of(["beam", "--input", "tests/*", "--output", "o/x"])
-    assert done.returncode == 1, done.stderr[-2000:]
-    assert not {m.split(".")[0] for m in modules} & {"tensorflow", "apache_beam"}
-    (line,) = [x for x in done.stderr.splitlines() if not x.startswith("import time:")]
-    assert "tests/*: matches what is not a readable text file: tests/fixtures (a directory)" in line
-    assert not (ROOT / "o").exists()
