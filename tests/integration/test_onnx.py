@@ -339,6 +339,7 @@ def test_an_onnx_file_that_is_not_an_elmo_export_is_refused(tmp_path):
         ({}, "its input is 'x' tensor(int32)"),
         ({"input_type": onnx.TensorProto.FLOAT}, "its input is 'char_ids' tensor(float)"),
         ({"input_shape": (2**40, "t", 50)}, "its input is 'char_ids' tensor(int32) [1099511627776"),
+        ({"input_shape": ("b", 7, 50)}, "its input is 'char_ids' tensor(int32) ['b', 7, 50]"),
         ({"input_shape": ("b", "t", 49)}, "its input is 'char_ids' tensor(int32) ['b', 't', 49]"),
         (
             {"outputs": {"elmo": onnx.TensorProto.FLOAT}},
@@ -358,6 +359,7 @@ def test_an_onnx_file_that_is_not_an_elmo_export_is_refused(tmp_path):
         "other input",
         "float input",
         "fixed batch",
+        "fixed time",
         "width 49",
         "missing outputs",
         "float lengths",

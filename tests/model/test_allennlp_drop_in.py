@@ -515,3 +515,30 @@ def test_elmo_vocab_cache_equals_characters_and_falls_back():
         np.testing.assert_array_almost_equal(
             wide["elmo_representations"][0][:, k].numpy(), out["elmo_representations"][0].numpy()
         )
+
+
+def _cached_against_characters(vocab, sentences, words):
+    plain = Elmo(OPTIONS, WEIGHTS, 1, dropout=0.0).eval()
+    cached = Elmo(OPTIONS, WEIGHTS, 1, dropout=0.0, vocab_to_cache=vocab).eval()
+    ids = batch_to_ids(sentences)
+    with torch.no_grad():
+        expected = plain(ids)["elmo_representations"][0].numpy()
+        got = cached(ids, words)["elmo_representations"][0].numpy()
+    np.testing.assert_allclose(got, expected, atol=ATOL, rtol=0)
+
+
+def test_a_word_index_one_past_the_cache_falls_back_to_the_characters():
+    """An index equal to ``len(vocab_to_cache)`` is a word the cache does not hold: AllenNLP
+    runs the characters then (an index table lookup would fail, or read another row)."""
+    vocab = ["@@PADDING@@", "the", "cat"]
+    sentences = [["the", "cat", "sat"], ["cat"]]
+    _cached_against_characters(vocab, sentences, torch.tensor([[1, 2, len(vocab)], [2, 0, 0]]))
+
+
+def test_a_vocabulary_past_one_chunk_of_the_cache_is_cached_whole():
+    """The cache computes its token vectors 1,024 words at a time: the words of the last,
+    partial chunk are there, each at its own index."""
+    vocab = ["@@PADDING@@", *(f"w{i}" for i in range(1, 1030))]  # 1,030: a chunk and 6 more
+    sentences = [["w1", "w1023", "w1024"], ["w1025", "w1029"]]
+    words = torch.tensor([[vocab.index(w) for w in s] + [0] * (3 - len(s)) for s in sentences])
+    _cached_against_characters(vocab, sentences, words)

@@ -2,12 +2,15 @@
 reported, the Triton config's fields, user errors before the model loads."""
 
 import os
+import re
 
 import onnx
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
 from elmo_tf.cli.main import main
+from elmo_tf.errors import ExportError
+from elmo_tf.export import onnx_triton
 from elmo_tf.export.onnx_export import OPSET, non_standard_operators
 
 
@@ -208,3 +211,41 @@ def test_embed_onnx_user_errors_exit_1(tmp_path, capsys):
     assert f"{model}: is an input file" in capsys.readouterr().err
     assert model.read_bytes() == before
     assert not os.path.exists(out)
+
+
+def _graph(inputs):
+    """A model proto whose graph's inputs are ``{name: (element type, dims)}`` (a dim of
+    ``None`` dynamic) and whose one output is the first input."""
+    value = onnx.helper.make_tensor_value_info
+    values = [value(name, kind, dims) for name, (kind, dims) in inputs.items()]
+    first = next(iter(inputs))
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", [first], ["out"])],
+        "g",
+        values,
+        [value("out", inputs[first][0], inputs[first][1])],
+    )
+    return onnx.helper.make_model(graph)
+
+
+def test_the_triton_config_drops_the_dynamic_batch_axis_of_each_tensor():
+    config = onnx_triton.config_text(
+        _graph({"char_ids": (onnx.TensorProto.INT32, [None, None, 50])}), max_batch_size=8
+    )
+    message = text_format.Parse(config, _triton_model_config_class()())
+    assert message.max_batch_size == 8
+    assert [list(t.dims) for t in message.input] == [[-1, 50]]
+
+
+@pytest.mark.parametrize(
+    "dims, shown",
+    [([4, None, 50], "[4, -1, 50]"), ([1, None, 50], "[1, -1, 50]"), ([], "[]")],
+    ids=["a fixed batch of 4", "a fixed batch of 1", "a scalar"],
+)
+def test_the_triton_writer_refuses_a_tensor_whose_first_axis_is_not_the_dynamic_batch(dims, shown):
+    """Triton's max_batch_size > 0 puts the batch axis before every tensor's dims: a tensor
+    whose first axis is fixed (or that has none) cannot be written as Triton reads it."""
+    with pytest.raises(
+        ExportError, match=re.escape(f"first axis must be the dynamic batch, got {shown}")
+    ):
+        onnx_triton.config_text(_graph({"char_ids": (onnx.TensorProto.INT32, dims)}))
