@@ -1016,7 +1016,8 @@ def test_rest_answer_left_unread_is_cut_off_within_the_timeout(quick_server):
 @pytest.mark.slow
 def test_rest_slow_and_idle_clients_are_cut_off(quick_server):
     """--rest-timeout-seconds: a client that stalls mid-headers, stalls mid-body or idles on a
-    keep-alive connection is disconnected after the timeout and holds no thread."""
+    keep-alive connection is disconnected after the timeout and holds no thread; so is one
+    that drips its headers or, headers complete, its body (never idle for the timeout)."""
     server = quick_server
     port = server.rest_port
 
@@ -1057,6 +1058,17 @@ def test_rest_slow_and_idle_clients_are_cut_off(quick_server):
         except ConnectionResetError:  # bytes sent after the close were answered by a reset
             answer = b""
         assert answer == b"", answer
+    # the same with complete headers and a body dripped (the request's own deadline, which
+    # aiohttp's keep-alive timer does not give: it only cuts a connection waiting for headers)
+    head = b"POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.sendall(head)
+        start = time.monotonic()
+        with contextlib.suppress(OSError):  # the server closed the connection
+            for byte in b'{"instances": ["' + b"a" * 1000:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.2)
+                assert time.monotonic() - start < CUT_OFF, "a slowly sent body was not cut off"
     deadline = time.monotonic() + TIMEOUT
     while server._rest.open_connections():  # every connection closed
         assert time.monotonic() < deadline, server._rest.open_connections()
