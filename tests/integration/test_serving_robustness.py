@@ -929,8 +929,10 @@ def test_grpc_deadline_passed_in_the_queue_is_not_computed(server, stub, monkeyp
 
 def test_rest_client_gone_while_queued_is_not_computed(server, stub, monkeypatch):
     """A REST client that closes its connection while its request waits in the queue: the
-    request is dropped before it is computed (as a cancelled gRPC call)."""
-    with _behind_a_running_request(server, stub, monkeypatch) as batcher:
+    request is dropped before it is computed (as a cancelled gRPC call). Another client's
+    connection stays open meanwhile: the server is shared, so this one's must be found."""
+    other = socket.create_connection(("127.0.0.1", server.rest_port), TIMEOUT)
+    with other, _behind_a_running_request(server, stub, monkeypatch) as batcher:
         body = json.dumps({"signature_name": "default", "instances": ["gone"]}).encode()
         head = (
             "POST /v1/models/elmo:predict HTTP/1.1\r\nHost: x\r\n"
@@ -942,9 +944,15 @@ def test_rest_client_gone_while_queued_is_not_computed(server, stub, monkeypatch
             while batcher.queued_rows == 0:  # the request is queued behind the first
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
+            # this client's connection on the server (others may be open: the server is shared)
+            (connection,) = [
+                c
+                for c in server._rest.web_server.connections
+                if c.transport is not None
+                and c.transport.get_extra_info("peername") == sock.getsockname()
+            ]
         # closed: the client is gone, once the server's loop has seen it (releasing the first
         # request before that raced the close on a loaded machine)
-        (connection,) = server._rest.web_server.connections
         while connection.transport is not None:
             assert time.monotonic() < deadline
             time.sleep(0.01)
