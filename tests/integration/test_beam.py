@@ -25,9 +25,6 @@ from elmo_tf.cli.main import main as elmo_tf_main
 from elmo_tf.embedding_file import layer_stack, select_layers
 from elmo_tf.models import length_batches
 
-pytestmark = pytest.mark.numerics
-
-
 MAX_TOKENS = 12
 
 
@@ -200,6 +197,7 @@ def check_job(rows, output, counts, corpus, reference, layers):
     }
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_keras_handler_parquet(keras_parquet, corpus, reference):
     output, counts = keras_parquet
@@ -209,6 +207,7 @@ def test_keras_handler_parquet(keras_parquet, corpus, reference):
     assert blank[0]["tokens"] == [] and blank[0]["shape"] == [3, 0, 32]
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_saved_model_handler_tfrecord(saved_model_tfrecord, corpus, reference):
     output, counts = saved_model_tfrecord
@@ -231,6 +230,7 @@ def keyed_run(handler):
     return keyed.run_inference(batch, keyed.load_model())
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 @pytest.mark.parametrize("signature", [None, "tokens", "default"])
 def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, embedded, monkeypatch):
@@ -267,6 +267,7 @@ def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, emb
                 assert_reordered(outputs[key], value[i] if value.ndim == 2 else value[i, :n])
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("layers", ["all", "top", "average"])
 @pytest.mark.slow
 def test_handler_layers_match_embed_file(layers, tiny_files, embedded):

@@ -18,9 +18,6 @@ import elmo_tf
 from elmo_tf.export.saved_model import export_saved_model
 from elmo_tf.models import output_keys
 
-pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
-
-
 SENTENCES = [["The", "quick", "fox", "."], [], ["Zürich", "naïve"]]
 
 
@@ -64,6 +61,7 @@ def _expected(model, char_ids):
     return {k: v.numpy() for k, v in tf.function(model)(char_ids).items()}
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_every_signature_equals_the_model(model, exported):
     _, loaded = exported
@@ -92,6 +90,7 @@ def test_every_signature_equals_the_model(model, exported):
     assert_reordered_dict(called, expected, keys=sorted(keys))
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_elmo_layer_offers_exactly_the_models_keys(model, exported):
     path, _ = exported
@@ -112,6 +111,7 @@ def test_elmo_layer_offers_exactly_the_models_keys(model, exported):
         elmo_tf.ElmoLayer(path, output_key=missing)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_tflite_outputs_equal_the_model(model, tmp_path):
     pytest.importorskip("ai_edge_litert")

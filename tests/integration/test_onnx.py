@@ -31,9 +31,6 @@ from elmo_tf.export.onnx_export import OPSET, non_standard_operators, operators
 from elmo_tf.export.onnx_triton import write_triton_repository
 from elmo_tf.models import output_keys
 
-pytestmark = pytest.mark.numerics  # the TensorFlow side runs again under a capped oneDNN ISA
-
-
 REPO = str(ROOT)
 
 
@@ -106,6 +103,7 @@ def test_export_has_one_dynamic_input_named_outputs_and_builtin_operators_only(
     assert metadata["elmo_tf.version"] == elmo_tf.__version__
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_outputs_equal_the_model_on_golden_batches(tiny_session, tiny_model, golden):
     meta, _ = golden
@@ -118,6 +116,7 @@ def test_outputs_equal_the_model_on_golden_batches(tiny_session, tiny_model, gol
             assert_reordered(outputs[key], expected[key], err_msg=f"{name} {key}")
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_ragged_batches_of_every_shape_in_one_session_equal_embed(tiny_session, tiny_model):
     """One session, the batch and the length changing from call to call, all-zero rows
@@ -163,6 +162,7 @@ def _weight_only_nodes(graph):
     return found
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_weights_are_the_models_variables_stored_once(tiny_onnx, tiny_model, tmp_path):
     """Each weight is one initializer named by its variable's path, holding its value; the
@@ -188,6 +188,7 @@ def test_weights_are_the_models_variables_stored_once(tiny_onnx, tiny_model, tmp
     assert _weight_only_nodes(optimised.graph) == []
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_small_shape_equals_embed_and_exports_in_bounded_memory(small_official_files, tmp_path):
     """The published small shape (random weights), through ``elmo_tf.export.export_onnx`` in
@@ -249,6 +250,7 @@ def test_bad_char_ids_are_refused_in_one_line(char_ids, message):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_the_runner_checks_before_running(tiny_session):
     with pytest.raises(ValueError, match=r"got 300"):
@@ -445,6 +447,7 @@ def test_external_data_outside_the_model_directory_is_refused(tmp_path, where):
         session(path)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_runs_without_tensorflow(tiny_onnx, tiny_model, tmp_path):
     """``run_onnx`` and ``elmo-tf embed --onnx`` in processes where TensorFlow is never
@@ -554,6 +557,7 @@ def _triton_model_config_class():
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("inference.ModelConfig"))
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_triton_repository_describes_the_model_it_holds(tiny_onnx, tiny_session):
     path, repository = tiny_onnx

@@ -10,9 +10,6 @@ from elmo_tf.cli.main import main
 from elmo_tf.export.tflite import export_tflite, non_builtin_ops, operator_names, run_tflite
 from elmo_tf.models import output_keys
 
-pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
-
-
 OUTPUT_KEYS = output_keys(2)  # the tiny model has two LSTM layers
 
 
@@ -56,6 +53,7 @@ def test_cli_writes_builtin_only_flatbuffer(float_model):
     assert sorted(runner.get_output_details()) == sorted(OUTPUT_KEYS)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_outputs_equal_model_on_golden_batches(float_model, tiny_model, golden):
     # One interpreter for every batch: lengths 1..35 resize the dynamic time axis each call.
@@ -71,6 +69,7 @@ def test_outputs_equal_model_on_golden_batches(float_model, tiny_model, golden):
             assert_reordered(outputs[key], want, err_msg=f"{name} {key}")
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_fixed_max_length_through_the_api(tmp_path, tiny_model, golden):
     assert tiny_model.dedupe_tokens  # exported through a copy without UniqueV2
@@ -90,6 +89,7 @@ def test_fixed_max_length_through_the_api(tmp_path, tiny_model, golden):
         run_tflite(interpreter, batches["mixed"])  # 35 tokens
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_dynamic_range_quantization(float_model, quantized_model, golden):
     assert non_builtin_ops(quantized_model) == []

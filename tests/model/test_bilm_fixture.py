@@ -14,8 +14,6 @@ from support.paths import BILM
 
 import elmo_tf
 
-pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
-
 ATOL = REFERENCE_ATOL_BILM_TF
 
 
@@ -35,6 +33,7 @@ def _batch(sentences, i):
     return [sentences[k][i].split() for k in range(3)]
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_batch_0_stateless(bilm_model, bilm_data):
     sentences, expected = bilm_data
@@ -45,6 +44,7 @@ def test_batch_0_stateless(bilm_model, bilm_data):
         np.testing.assert_allclose(out["lstm_outputs2"][k, :n], expected[k][0], atol=ATOL, rtol=0)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_ten_batches_stateful_through_explicit_state(bilm_model, bilm_data):
     sentences, expected = bilm_data
@@ -69,6 +69,7 @@ def test_stateless_later_batches_differ_from_stateful_reference(bilm_model, bilm
     assert np.abs(out["lstm_outputs2"][0, :n] - expected[0][3]).max() > 0.1
 
 
+@pytest.mark.numerics
 def test_context_free_token_embeddings(bilm_model):
     """bilm-tf's dump_token_embeddings of vocab_test.txt equals our character encoder."""
     vocab = (BILM / "vocab_test.txt").read_text(encoding="utf-8").split("\n")

@@ -12,9 +12,6 @@ import elmo_tf
 from elmo_tf.cli import embed
 from elmo_tf.cli.main import main
 
-pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
-
-
 # A normal line with extra spaces, an empty line, a non-ASCII line.
 LINES = ["The  cat sat on the mat .  ", "", "Zürich café 中文 😀"]
 
@@ -65,6 +62,7 @@ def expected_layers(expected, i):
     return np.stack([np.concatenate([word_emb, word_emb], axis=-1), *lstm])
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_all_writes_every_layer(embedded, expected):
     data = embedded["all"]
@@ -80,6 +78,7 @@ def test_all_writes_every_layer(embedded, expected):
     assert np.abs(data["2"]).max() > 0
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_top_writes_last_lstm_layer(embedded, expected):
     data = embedded["top"]
@@ -88,6 +87,7 @@ def test_top_writes_last_lstm_layer(embedded, expected):
         assert_reordered(data[str(i)], expected_layers(expected, i)[2])
 
 
+@pytest.mark.numerics
 def test_average_writes_mean_of_layers(embedded, expected):
     data = embedded["average"]
     assert [data[k].shape for k in "012"] == [(7, TWO_P), (0, TWO_P), (4, TWO_P)]
@@ -137,6 +137,7 @@ def error_line(capsys):
     return err[0]
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize(
     ("budget", "batches"),
     [("8", [(1, 7), (2, 4)]), ("0", [(3, 7)])],  # 7 tokens alone, then 4 and 0; 0: no budget

@@ -15,8 +15,6 @@ import elmo_tf
 from elmo_tf import backend
 from elmo_tf.layers import lstm_layout
 
-pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
-
 ATOL = REFERENCE_ATOL_ALLENNLP
 
 
@@ -47,6 +45,7 @@ def runs(request, tiny_model, golden):
     return results
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_activations_with_sentence_boundaries(runs, golden):
     _, arrays = golden
@@ -57,6 +56,7 @@ def test_activations_with_sentence_boundaries(runs, golden):
         )
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_layers_and_elmo_without_boundaries(runs, golden):
     _, arrays = golden
@@ -78,6 +78,7 @@ def test_layers_and_elmo_without_boundaries(runs, golden):
         assert_reordered(out["default"], expected_default)
 
 
+@pytest.mark.numerics
 def test_embed_small_calls(tiny_model, golden):
     """``embed`` of each golden batch (all under ``SMALL_BATCH_ROWS``: the small-call graph)."""
     meta, arrays = golden
@@ -94,6 +95,7 @@ def test_embed_small_calls(tiny_model, golden):
         )
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_stateful_sequence_with_explicit_state(tiny_model, golden):
     """AllenNLP's stateful ELMo keeps a state per batch row; a smaller batch uses the first
@@ -120,6 +122,7 @@ def test_stateful_sequence_with_explicit_state(tiny_model, golden):
         state.hidden[:rows] = to_numpy(bilm["state"].hidden)
 
 
+@pytest.mark.numerics
 def test_second_run_is_not_stateful(tiny_model, golden):
     """AllenNLP's second run of a batch differs (state carried over); ours must not."""
     meta, arrays = golden

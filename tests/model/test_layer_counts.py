@@ -11,9 +11,6 @@ from support.numerics import assert_reordered
 import elmo_tf
 from elmo_tf.models import output_keys
 
-pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
-
-
 SENTENCES = [["The", "quick", "fox", "."], [], ["Zürich", "naïve"]]
 
 
@@ -42,6 +39,7 @@ def _n_layers(model):
     return model.config.n_lstm_layers
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_embed_keys_shapes_and_mix_of_every_layer(model):
     n_layers = _n_layers(model)

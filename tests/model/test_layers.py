@@ -16,8 +16,6 @@ from elmo_tf.layers import (
     ScalarMix,
 )
 
-pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
-
 
 @pytest.fixture
 def rng():
@@ -29,6 +27,7 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+@pytest.mark.numerics
 def test_char_embedding(tmp_path, rng):
     ids = rng.integers(0, 262, size=(3, 50)).astype("int32")
     run_layer_test(
@@ -41,6 +40,7 @@ def test_char_embedding(tmp_path, rng):
     )
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_char_cnn_formula(tmp_path, rng):
     x = rng.normal(size=(3, 50, 4)).astype("float32")
@@ -59,6 +59,7 @@ def test_char_cnn_formula(tmp_path, rng):
     assert_reordered(out, np.tanh(conv.max(axis=1) + bias))
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_highway_formula(tmp_path, rng):
     x = rng.normal(size=(5, 6)).astype("float32")
@@ -72,6 +73,7 @@ def test_highway_formula(tmp_path, rng):
     assert_reordered(layer(x), carry * transform + (1 - carry) * x)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_character_encoder(tmp_path, rng):
     ids = rng.integers(1, 262, size=(4, 50)).astype("int32")
@@ -101,6 +103,7 @@ def _cell_numpy(cell, x, c, h):
     return c, h
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_lstm_cell_in_keras_rnn(tmp_path, rng):
     x = rng.normal(size=(2, 5, 3)).astype("float32")
@@ -110,6 +113,7 @@ def test_lstm_cell_in_keras_rnn(tmp_path, rng):
     run_layer_test(keras.layers.RNN, kwargs, x, shapes, tmp_path, expected_num_trainable_weights=3)
 
 
+@pytest.mark.numerics
 def test_lstm_cell_formula_and_keras_rnn(rng):
     cell = LSTMCellWithProjection(8, 4, cell_clip=0.5, proj_clip=0.3)
     rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
@@ -132,6 +136,7 @@ def _lengths_mask(lengths, max_len):
     return np.arange(max_len)[None, :] < np.array(lengths)[:, None]
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_bidirectional_stack(tmp_path, rng):
     mask = _lengths_mask([5, 3], 5)
@@ -150,6 +155,7 @@ def test_bidirectional_stack(tmp_path, rng):
     )
 
 
+@pytest.mark.numerics
 def test_bidirectional_stack_matches_keras_rnn_and_reverses_within_length(rng):
     stack = BidirectionalLSTMStack(2, 8, 4, cell_clip=3.0, proj_clip=3.0)
     stack.build((None, None, 4))
@@ -181,6 +187,7 @@ def test_bidirectional_stack_matches_keras_rnn_and_reverses_within_length(rng):
     assert tuple(cell_state.shape) == (2, 2, 2, 8)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_scalar_mix(tmp_path, rng):
     layers = [rng.normal(size=(2, 3, 4)).astype("float32") for _ in range(3)]
@@ -197,6 +204,7 @@ def test_scalar_mix(tmp_path, rng):
     )
 
 
+@pytest.mark.numerics
 @skip_if_onednn_isa_capped
 @pytest.mark.parametrize("policy", MIXED_POLICIES)
 def test_scalar_mix_layer_norm_in_half_precision(policy, rng):
@@ -215,6 +223,7 @@ def test_scalar_mix_layer_norm_in_half_precision(policy, rng):
     assert_half_precision(keras.ops.cast(half, "float32"), full, compute_dtype)
 
 
+@pytest.mark.numerics
 def test_scalar_mix_formula_and_layer_norm(rng):
     layers = [rng.normal(size=(2, 3, 4)).astype("float32") for _ in range(3)]
     mask = np.array([[1, 1, 0], [1, 0, 0]], bool)
@@ -236,6 +245,7 @@ def test_scalar_mix_formula_and_layer_norm(rng):
         normed(layers)
 
 
+@pytest.mark.numerics
 def test_scalar_mix_l2_penalty_and_config(tmp_path):
     mix = ScalarMix(3, l2_coefficient=0.1, initial_weights=[1.0, 0.0, -2.0])
     mix([np.ones([1, 2, 4], "float32")] * 3)

@@ -10,8 +10,6 @@ from support.paths import TINY
 import elmo_tf
 from elmo_tf.layers import lstm_layout
 
-pytestmark = pytest.mark.numerics
-
 SENTENCES = [["The", "bank", "closed", "."], ["A", "river", "bank"], ["Hello", "!"]]
 
 
@@ -33,6 +31,7 @@ def _model():
     return elmo_tf.load_pretrained(TINY / "options.json", TINY / "weights.hdf5")
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_both_layouts_give_the_same_numbers(monkeypatch):
     sentences = (SENTENCES * 14)[:40]  # past SMALL_BATCH_ROWS: the pinned layout runs
@@ -70,6 +69,7 @@ def test_by_default_small_calls_run_fused_and_the_others_per_gate(monkeypatch, t
     assert lstm_layout.current_layout() == lstm_layout.DEFAULT_LAYOUT == "per_gate"
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_exported_graphs_get_the_export_layout(monkeypatch, traced_layouts, tmp_path):
     from elmo_tf.export.saved_model import export_saved_model

@@ -11,9 +11,6 @@ from support.paths import FIXTURES
 import elmo_tf
 from elmo_tf.config import ElmoConfig
 
-pytestmark = pytest.mark.numerics  # runs again under a capped oneDNN ISA in CI
-
-
 SENTENCES = [
     ["The", "quick", "brown", "fox", "."],
     [],
@@ -50,6 +47,7 @@ def test_padding_and_empty_sentence_are_zero(tiny_model):
     assert not out["default"][1].any()
 
 
+@pytest.mark.numerics
 def test_sentence_vectors_do_not_depend_on_the_batch(tiny_model):
     together = tiny_model.embed(SENTENCES, batch_size=5)
     for i, sentence in enumerate(SENTENCES):
@@ -63,6 +61,7 @@ def test_sentence_vectors_do_not_depend_on_the_batch(tiny_model):
     assert_reordered(reordered["elmo"][::-1], together["elmo"])
 
 
+@pytest.mark.numerics
 def test_call_equals_embed(tiny_model):
     out = tiny_model(elmo_tf.batch_to_ids(SENTENCES))
     embedded = tiny_model.embed(SENTENCES)
@@ -70,6 +69,7 @@ def test_call_equals_embed(tiny_model):
         assert_reordered(out[key].numpy(), value, err_msg=key)
 
 
+@pytest.mark.numerics
 def test_token_cache_changes_nothing(tiny_model):
     sentences = SENTENCES * 3
     cached = tiny_model.embed(sentences, batch_size=2, token_cache_size=4)
@@ -78,6 +78,7 @@ def test_token_cache_changes_nothing(tiny_model):
         assert_reordered(cached[key], uncached[key])
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_token_cache_lives_with_the_model(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
@@ -93,6 +94,7 @@ def test_token_cache_lives_with_the_model(tiny_files):
     assert_same(model.embed(SENTENCES)["elmo"], first["elmo"])
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_token_cache_never_serves_vectors_of_changed_weights(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
@@ -118,6 +120,7 @@ def test_token_cache_never_serves_vectors_of_changed_weights(tiny_files):
         assert_same(got["elmo"], want["elmo"], err_msg=name)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_token_cache_is_shared_by_concurrent_callers(tiny_files):
     import concurrent.futures
@@ -132,6 +135,7 @@ def test_token_cache_is_shared_by_concurrent_callers(tiny_files):
     assert len(model.token_cache) == len({t for s in SENTENCES for t in s}) + 2
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_dedupe_changes_nothing(tiny_files):
     plain = elmo_tf.load_pretrained(*tiny_files, dedupe_tokens=False)
@@ -186,6 +190,7 @@ def test_character_ids_out_of_range_are_refused(tiny_model, bad):
         traced(ids)
 
 
+@pytest.mark.numerics
 def test_character_ids_of_another_shape_or_kind_are_refused(tiny_model):
     """A direct call names a wrong shape, text, or values that are not whole numbers (they
     used to be truncated, or to fail in TensorFlow's words); whole floats are ids."""
@@ -207,6 +212,7 @@ def test_character_ids_of_another_shape_or_kind_are_refused(tiny_model):
         tiny_model(keras.Input(shape=(None, 49), dtype="int32"))  # symbolic: its static shape
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_explicit_state_round_trip(tiny_model):
     first, second = SENTENCES[:3], SENTENCES[2:]
@@ -262,6 +268,7 @@ def _check_batches(batches, lengths, batch_size, max_batch_tokens):
             assert rows * longest <= max_batch_tokens or rows == 1, (rows, longest)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_token_budget_changes_nothing_and_does_not_retrace(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
@@ -285,6 +292,7 @@ def test_token_budget_changes_nothing_and_does_not_retrace(tiny_files):
         model.embed(LONG_SENTENCES, max_batch_tokens=-3)
 
 
+@pytest.mark.numerics
 def test_token_budget_with_explicit_state(tiny_model):
     _, state = tiny_model.embed(LONG_SENTENCES[::-1], return_state=True)  # a non-zero state
     results = [
@@ -350,6 +358,7 @@ def test_gradients_reach_every_weight(tiny_files):
     assert all(float(tf.reduce_max(tf.abs(g))) > 0 for g in grads)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_get_config_and_keras_save_round_trip(tiny_model, tmp_path):
     clone = elmo_tf.ELMo.from_config(tiny_model.get_config())
@@ -361,6 +370,7 @@ def test_get_config_and_keras_save_round_trip(tiny_model, tmp_path):
     assert_same(restored(ids)["elmo"], tiny_model(ids)["elmo"])
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 @skip_if_onednn_isa_capped
 @pytest.mark.parametrize("policy", MIXED_POLICIES)
@@ -402,6 +412,7 @@ def test_mixed_precision_call_and_embed(tiny_files, policy):
     )
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize(
     "frozen", [("character_encoder", "bilstm"), ("character_encoder",), ("bilstm",)]
 )
