@@ -23,8 +23,6 @@ from support.paths import TINY
 
 import elmo_tf
 
-pytestmark = pytest.mark.slow
-
 # Different frameworks' kernels (oneDNN, XLA, ATen) sum in different orders: the tolerance the
 # suite allows between frameworks (AllenNLP's PyTorch against this TensorFlow model).
 ATOL = REFERENCE_ATOL_ALLENNLP

@@ -198,7 +198,6 @@ def check_job(rows, output, counts, corpus, reference, layers):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_keras_handler_parquet(keras_parquet, corpus, reference):
     output, counts = keras_parquet
     rows = read_parquet(output)
@@ -208,7 +207,6 @@ def test_keras_handler_parquet(keras_parquet, corpus, reference):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_saved_model_handler_tfrecord(saved_model_tfrecord, corpus, reference):
     output, counts = saved_model_tfrecord
     check_job(read_tfrecord(output), output, counts, corpus, reference, "average")
@@ -231,7 +229,6 @@ def keyed_run(handler):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 @pytest.mark.parametrize("signature", [None, "tokens", "default"])
 def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, embedded, monkeypatch):
     """Under KeyedModelHandler, each key gets its sentence's outputs of ``model.embed``."""
@@ -269,7 +266,6 @@ def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, emb
 
 @pytest.mark.numerics
 @pytest.mark.parametrize("layers", ["all", "top", "average"])
-@pytest.mark.slow
 def test_handler_layers_match_embed_file(layers, tiny_files, embedded):
     options, weights = tiny_files
     handler = ElmoModelHandler(options_file=options, weight_file=weights, layers=layers)
@@ -304,7 +300,6 @@ def test_every_flag_reaches_the_model_handler(kind, tiny_files, saved_model_dir,
         assert handler.signature == "default"
 
 
-@pytest.mark.slow
 def test_overlapping_patterns_and_an_earlier_job_under_the_same_output(
     corpus, saved_model_dir, saved_model_tfrecord, tmp_path, capsys, workers_import_this_tree
 ):
@@ -330,7 +325,6 @@ def test_overlapping_patterns_and_an_earlier_job_under_the_same_output(
     assert unrelated.read_text(encoding="utf-8") == "mine\n"
 
 
-@pytest.mark.slow
 def test_a_failed_job_leaves_no_temporary_directory(
     corpus, tmp_path, tiny_files, workers_import_this_tree
 ):

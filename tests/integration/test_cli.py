@@ -123,7 +123,6 @@ def _cli(*argv, env_extra=None):
     )
 
 
-@pytest.mark.slow
 def test_cli_prints_only_its_own_messages(tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("The cat sat .\n\nHello !\n", encoding="utf-8")
@@ -149,7 +148,6 @@ def _python(script, env_extra=None):
     )
 
 
-@pytest.mark.slow
 def test_the_python_api_is_quiet_on_a_cpu():
     """No CUDA probing, no oneDNN notice: a user's script prints what it prints."""
     done = _python(
@@ -166,7 +164,6 @@ def test_the_python_api_is_quiet_on_a_cpu():
     assert loud.returncode == 0 and re.search(r"^[IWE]0000 ", loud.stderr, re.M), loud.stderr
 
 
-@pytest.mark.slow
 def test_the_tflite_export_is_quiet(tmp_path):
     pytest.importorskip("ai_edge_litert")
     done = _python(
@@ -190,7 +187,6 @@ def test_the_tflite_export_is_quiet(tmp_path):
     ]
 
 
-@pytest.mark.slow
 def test_a_beam_job_prints_only_its_own_lines(tmp_path):
     pytest.importorskip("apache_beam")
     for name in ("a.txt", "b.txt"):

@@ -90,7 +90,6 @@ def test_an_export_never_writes_over_a_model_directory_it_reads(model, capsys, n
     assert contents(options, weights) == before
 
 
-@pytest.mark.slow
 def test_an_export_onto_its_model_is_refused_before_tensorflow(model, tmp_path):
     options, weights = model
     (tmp_path / "cwd").mkdir()
@@ -101,7 +100,6 @@ def test_an_export_onto_its_model_is_refused_before_tensorflow(model, tmp_path):
     assert line.endswith(f"{weights}: is an input file; choose another output name")
 
 
-@pytest.mark.slow
 def test_embed_reads_standard_input_from_dash(tmp_path, monkeypatch, capsys, model):
     """``embed - OUT`` reads standard input (as ``client -`` does), not a file named ``-``."""
     options, weights = model
@@ -155,7 +153,6 @@ def _read_only(directory, argv):
     )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -177,7 +174,6 @@ def test_an_output_on_a_read_only_filesystem_is_refused_before_tensorflow(argv, 
     assert f"cannot write to {tmp_path / 'ro'} (Read-only file system)" in line, line
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["tflite", "saved-model"])
 def test_an_export_never_writes_over_a_cached_model(
     model_mirror, monkeypatch, tmp_path, capsys, fmt

@@ -62,7 +62,6 @@ COMMANDS = {
 NEEDS_TENSORFLOW_FIRST = ("client",)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_the_console_script_runs_each_command(command, tmp_path):
     assert SCRIPT, "the elmo-tf console script is not installed"
@@ -95,7 +94,6 @@ def test_the_console_script_runs_each_command(command, tmp_path):
         ("ELMO_TF_MODEL_BASE_URL", "https://al:S3CRET#x@h/x", "'https://<hidden>@h/x'"),
     ],
 )
-@pytest.mark.slow
 def test_every_environment_variable_is_checked_at_start_up(variable, value, message, tmp_path):
     """One line naming the variable and its values, before any work, whatever the input
     (a misspelt layout used to be ignored on a small input, an 80-line traceback on a large)."""

@@ -4,12 +4,9 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from elmo_tf import cpu_threads
 
 
-@pytest.mark.slow
 def test_sets_the_pools_in_a_fresh_process():
     code = (
         "import elmo_tf, tensorflow as tf\n"

@@ -82,7 +82,6 @@ def test_load_pretrained_takes_urls(mirror, tiny_files):
 
 
 @pytest.mark.parametrize("base", published.ALLENNLP_BASE_URLS)
-@pytest.mark.slow
 def test_allennlps_urls_of_a_published_model_are_that_model(mirror, monkeypatch, base):
     """AllenNLP code passes the published files' URLs (on either of S3's hosts): they are read
     where the model's name is, through the mirror and the cache, and offline from the cache."""
@@ -105,7 +104,6 @@ def test_offline_names_the_missing_file_and_the_command(mirror, monkeypatch):
     assert elmo_tf.ELMo.from_preset(NAME, load_weights=False).config.lstm_dim == ROW.config.lstm_dim
 
 
-@pytest.mark.slow
 def test_offline_loads_a_cached_model_without_a_request(mirror, monkeypatch, tiny_files):
     elmo_tf.ELMo.from_preset(NAME)  # fills the cache
     mirror.requests.clear()
@@ -136,7 +134,6 @@ def test_offline_loads_a_cached_model_without_a_request(mirror, monkeypatch, tin
         (TINY_OPTIONS, "garbage", OptionsError, "; not kept)"),
     ],
 )
-@pytest.mark.slow
 def test_a_broken_download_is_one_line_and_leaves_nothing(mirror, path, fault, error, fragment):
     mirror.faults[path] = fault
     with pytest.raises(error) as e:
@@ -270,7 +267,6 @@ def test_a_tampered_cache_file_is_refused(mirror):
     assert mirror.requests[TINY_WEIGHTS] == 2
 
 
-@pytest.mark.slow
 def test_a_full_disk_leaves_nothing(mirror, tmp_path):
     """A file size limit stands in for a full disk: the write fails in the middle."""
     script = (
@@ -290,7 +286,6 @@ def test_a_full_disk_leaves_nothing(mirror, tmp_path):
     assert [p for p in _cached_files() if p.endswith(".hdf5")] == []
 
 
-@pytest.mark.slow
 def test_two_processes_at_once_download_once(mirror):
     script = "import elmo_tf; elmo_tf.ELMo.from_preset('small'); print('ok')"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
@@ -310,7 +305,6 @@ def test_two_processes_at_once_download_once(mirror):
     assert len([p for p in _cached_files() if p.endswith(".hdf5")]) == 1
 
 
-@pytest.mark.slow
 def test_cli_download_list_remove_and_model_flag(mirror, tmp_path, capsys):
     assert main(["download", NAME]) == 0
     out = capsys.readouterr().out
@@ -409,7 +403,6 @@ def test_a_download_killed_before_its_file_is_in_place_is_counted_and_removed(mi
     assert os.listdir(directory) == ["notes.hdf5"]
 
 
-@pytest.mark.slow
 def test_a_killed_download_leaves_nothing_for_good(mirror, monkeypatch, capsys):
     """A download killed with SIGKILL leaves its partial body: cache list counts it, and the
     next fetch of the entry removes it."""
@@ -471,7 +464,6 @@ def test_offline_without_the_mirror_variable_names_where_the_model_is(mirror, mo
     assert "set ELMO_TF_MODEL_BASE_URL" in message and "\n" not in message
 
 
-@pytest.mark.slow
 def test_download_and_cache_need_no_tensorflow(mirror, tmp_path):
     """The files are checked as the loader checks them, without a model: elmo-tf download
     (and cache) run where TensorFlow and Keras cannot even be imported."""
@@ -510,7 +502,6 @@ def test_embed_never_writes_over_the_files_it_reads_from_the_cache(mirror, tmp_p
     elmo_tf.ELMo.from_preset(NAME)  # still checks out
 
 
-@pytest.mark.slow
 def test_a_model_name_that_is_also_a_directory_means_the_model(
     mirror, tmp_path, monkeypatch, capsys, tiny_files
 ):
@@ -590,7 +581,6 @@ def test_a_compressed_body_is_bounded_as_it_is_written(mirror):
     assert mirror.requests[TINY_OPTIONS] == 1 and _cached_files() == []
 
 
-@pytest.mark.slow
 def test_no_download_writes_past_its_bound(mirror, tmp_path):
     """The gzip bomb again, in a process that cannot write a file past the options' bound
     (RLIMIT_FSIZE): a write past it would end in "File too large", not in the bound's error."""
@@ -683,7 +673,6 @@ def test_redirects_to_usable_urls_are_followed_ten_times(mirror, monkeypatch, ho
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "full directory"])
-@pytest.mark.slow
 def test_a_cached_file_replaced_by_no_file(mirror, capsys, kind):
     """A directory or a named pipe where a cached file was: refused at once (never opened),
     listed without a size, and removed by cache remove (a directory only when empty: one
@@ -743,7 +732,6 @@ def _read_only(monkeypatch):
 
 
 @pytest.mark.parametrize("offline", ["", "1"])
-@pytest.mark.slow
 def test_a_read_only_cache_is_read_without_a_lock(mirror, monkeypatch, capsys, offline):
     """A complete cache that cannot be written (a read-only mount: EROFS at the lock) loads,
     downloads nothing, and says in one line what it cannot do."""
@@ -764,7 +752,6 @@ def test_a_read_only_cache_is_read_without_a_lock(mirror, monkeypatch, capsys, o
     assert expected in str(e.value) and mirror.requests == {}
 
 
-@pytest.mark.slow
 def test_a_cache_on_a_read_only_mount(mirror, tmp_path):
     """The cache bind-mounted read-only (in a user and mount namespace of its own: no change
     to this machine's mounts): embed, download and cache remove, as a user runs them."""

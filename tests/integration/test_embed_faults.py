@@ -49,7 +49,6 @@ def _error_lines(stderr):
     return [line for line in stderr.splitlines() if line.startswith("elmo-tf embed: ")]
 
 
-@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_keeps_the_previous_output(tmp_path):
     source = _corpus(tmp_path / "in.txt", lines=300)  # about 1.2 MB of --all output
     output = tmp_path / "out.hdf5"
@@ -70,7 +69,6 @@ def test_a_full_disk_is_one_line_and_keeps_the_previous_output(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.hdf5"]
 
 
-@pytest.mark.slow
 def test_sigterm_removes_the_partial_file_at_once(tmp_path):
     source = _corpus(tmp_path / "in.txt", lines=20_000)
     output = tmp_path / "out.hdf5"
@@ -129,7 +127,6 @@ def _signal_after_one_batch(monkeypatch, sig, what_happens):
     [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")],
     ids=["SIGTERM", "SIGINT"],
 )
-@pytest.mark.slow
 def test_a_stop_signal_ends_the_command_whatever_became_of_its_exception(
     tmp_path, capsys, monkeypatch, stop_handlers, sig, status, message, what_happens
 ):
@@ -144,7 +141,6 @@ def test_a_stop_signal_ends_the_command_whatever_became_of_its_exception(
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.hdf5"]
 
 
-@pytest.mark.slow
 def test_temporaries_of_dead_processes_are_removed_by_the_next_run(tmp_path, capsys):
     source = _corpus(tmp_path / "in.txt", lines=3)
     output = tmp_path / "out.hdf5"
@@ -161,7 +157,6 @@ def test_temporaries_of_dead_processes_are_removed_by_the_next_run(tmp_path, cap
     files.remove(alive)
 
 
-@pytest.mark.slow
 def test_a_runaway_line_is_refused_by_name(tmp_path, capsys):
     source = tmp_path / "in.txt"
     source.write_text("short line\n" + "x " * 50 + "\nend\n", encoding="utf-8")
@@ -176,7 +171,6 @@ def test_a_runaway_line_is_refused_by_name(tmp_path, capsys):
     assert main(argv) == 0  # within the default limit
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "make, message",
     [
@@ -206,7 +200,6 @@ def _write(path, data):
     return path
 
 
-@pytest.mark.slow
 def test_embed_reads_a_stream_in_windows(tmp_path, monkeypatch, capsys):
     """Lines are embedded a window at a time: the same file as one window, datasets and
     sentence_to_index alike; a pipe (no line count ahead) works too."""

@@ -13,7 +13,6 @@ from support.extras import installed
 from elmo_tf.cli.main import main
 
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(not installed("tensorflow_hub", "tf_keras"), reason="needs [hub]"),
 ]
 
@@ -87,6 +86,7 @@ FORMS = textwrap.dedent(
 )
 
 
+@pytest.mark.stress
 def test_six_tf_hub_forms_run_unchanged(tmp_path):
     path = tmp_path / "elmo"
     # the bundled model (2P = 256), with the paper's lambda so a regularization loss exists

@@ -62,7 +62,6 @@ def _expected(model, char_ids):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_every_signature_equals_the_model(model, exported):
     _, loaded = exported
     keys = set(output_keys(_n_layers(model)))
@@ -91,7 +90,6 @@ def test_every_signature_equals_the_model(model, exported):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_elmo_layer_offers_exactly_the_models_keys(model, exported):
     path, _ = exported
     n_layers = _n_layers(model)
@@ -112,7 +110,6 @@ def test_elmo_layer_offers_exactly_the_models_keys(model, exported):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_tflite_outputs_equal_the_model(model, tmp_path):
     pytest.importorskip("ai_edge_litert")
     from elmo_tf.export.tflite import export_tflite, run_tflite

@@ -68,7 +68,6 @@ def tiny_session(tiny_onnx):
     return session(tiny_onnx[0])
 
 
-@pytest.mark.slow
 def test_export_has_one_dynamic_input_named_outputs_and_builtin_operators_only(
     tiny_onnx, tiny_files
 ):
@@ -104,7 +103,6 @@ def test_export_has_one_dynamic_input_named_outputs_and_builtin_operators_only(
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_outputs_equal_the_model_on_golden_batches(tiny_session, tiny_model, golden):
     meta, _ = golden
     for name, keys in meta["batches"].items():
@@ -117,7 +115,6 @@ def test_outputs_equal_the_model_on_golden_batches(tiny_session, tiny_model, gol
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_ragged_batches_of_every_shape_in_one_session_equal_embed(tiny_session, tiny_model):
     """One session, the batch and the length changing from call to call, all-zero rows
     (padding sentences) among real ones: each row equals ``embed``'s numbers for it, and the
@@ -163,7 +160,6 @@ def _weight_only_nodes(graph):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_weights_are_the_models_variables_stored_once(tiny_onnx, tiny_model, tmp_path):
     """Each weight is one initializer named by its variable's path, holding its value; the
     rest of the file's constants are a few shapes and axes: no converted copy of a weight
@@ -188,8 +184,8 @@ def test_weights_are_the_models_variables_stored_once(tiny_onnx, tiny_model, tmp
     assert _weight_only_nodes(optimised.graph) == []
 
 
+@pytest.mark.stress
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_small_shape_equals_embed_and_exports_in_bounded_memory(small_official_files, tmp_path):
     """The published small shape (random weights), through ``elmo_tf.export.export_onnx`` in
     a process of its own: the export adds little to the process's peak memory once the model
@@ -251,7 +247,6 @@ def test_bad_char_ids_are_refused_in_one_line(char_ids, message):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_the_runner_checks_before_running(tiny_session):
     with pytest.raises(ValueError, match=r"got 300"):
         run_onnx(tiny_session, np.full([1, 1, 50], 300, np.int32))
@@ -448,7 +443,6 @@ def test_external_data_outside_the_model_directory_is_refused(tmp_path, where):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_runs_without_tensorflow(tiny_onnx, tiny_model, tmp_path):
     """``run_onnx`` and ``elmo-tf embed --onnx`` in processes where TensorFlow is never
     imported (Keras on JAX for ``import elmo_tf``), with the numbers of the TensorFlow model."""
@@ -558,7 +552,6 @@ def _triton_model_config_class():
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_triton_repository_describes_the_model_it_holds(tiny_onnx, tiny_session):
     path, repository = tiny_onnx
     assert sorted(p.name for p in (repository / "elmo").iterdir()) == ["1", "config.pbtxt"]
@@ -602,7 +595,6 @@ def test_triton_repository_describes_the_model_it_holds(tiny_onnx, tiny_session)
             np.testing.assert_array_equal(actual[key], expected[key])
 
 
-@pytest.mark.slow
 def test_a_second_triton_export_adds_a_version(tiny_onnx, tmp_path):
     repository = tmp_path / "tr"
     shutil.copytree(tiny_onnx[1], repository)

@@ -6,7 +6,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
 from support.extras import TEST_FILES_NEEDING
 from support.paths import ROOT, TINY
 
@@ -37,7 +36,6 @@ def _run(argv, cwd, pythonpath=(), timeout=300):
     )
 
 
-@pytest.mark.slow
 def test_unrelated_serving_and_export_packages_change_nothing(tmp_path):
     """Packages named ``serving``/``export`` ahead on sys.path (and in the working directory)
     are never imported by elmo-tf."""
@@ -65,7 +63,6 @@ def test_unrelated_serving_and_export_packages_change_nothing(tmp_path):
     assert done.stderr.strip().endswith("is not a directory"), done.stderr
 
 
-@pytest.mark.slow
 def test_suite_collects_without_the_optional_extras(tmp_path):
     """Without [serving], [tflite], [hub] and [beam] the suite skips their tests; nothing
     errors."""
@@ -114,7 +111,6 @@ def test_suite_collects_without_the_optional_extras(tmp_path):
         ]
 
 
-@pytest.mark.slow
 def test_install_hint_works_from_anywhere(tmp_path):
     """The missing-extra hint names the source tree by its absolute path (pip, run elsewhere,
     resolves it), and an installed package by its name."""
@@ -126,7 +122,6 @@ def test_install_hint_works_from_anywhere(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-@pytest.mark.slow
 def test_without_the_backend_keras_names(tmp_path):
     """Where Keras's backend is not installed (TensorFlow here, blocked as if absent), import
     elmo_tf still works for what needs no model, the model's names say what to install in one

@@ -61,7 +61,6 @@ def _assert_outputs_equal(outputs, expected):
     assert_reordered_dict(outputs, expected, keys=OUTPUT_KEYS)
 
 
-@pytest.mark.slow
 def test_layout_and_cli(exported, tiny_files, tmp_path):
     _, path = exported
     assert os.path.basename(path) == "1"
@@ -74,7 +73,6 @@ def test_layout_and_cli(exported, tiny_files, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["4", "5"]
 
 
-@pytest.mark.slow
 @pytest.mark.numerics
 def test_every_signature_equals_the_model(exported, loaded, golden):
     model, _ = exported
@@ -95,7 +93,6 @@ def test_every_signature_equals_the_model(exported, loaded, golden):
     _assert_outputs_equal(loaded.signatures["serving_default"](sentences=joined), expected)
 
 
-@pytest.mark.slow
 def test_reusable_savedmodel_attributes(exported, loaded):
     model, _ = exported
     assert len(loaded.variables) == len(model.weights)
@@ -117,7 +114,6 @@ def test_reusable_savedmodel_attributes(exported, loaded):
     assert 0.3 < (training[real] == 0).mean() < 0.7
 
 
-@pytest.mark.slow
 def test_tf1_session_loader_like_tf_serving(exported, golden):
     """TF Serving's C++ loader restores variables the way the TF1 loader does."""
     model, path = exported
@@ -139,7 +135,6 @@ def test_tf1_session_loader_like_tf_serving(exported, golden):
             _assert_outputs_equal(outputs, expected)
 
 
-@pytest.mark.slow
 def test_loads_without_tensorflow_text(exported):
     _, path = exported
     script = (
@@ -157,7 +152,6 @@ def test_loads_without_tensorflow_text(exported):
     assert "(1, 3, 32)" in result.stdout
 
 
-@pytest.mark.slow
 def test_saved_model_cli_lists_signatures(exported):
     _, path = exported
     # TensorFlow's script beside this interpreter, else where TensorFlow's environment put it
@@ -176,7 +170,6 @@ def test_saved_model_cli_lists_signatures(exported):
         assert f"outputs['{key}']" in result.stdout
 
 
-@pytest.mark.slow
 def test_bad_input_names_the_input(loaded):
     tokens = loaded.signatures["tokens"]
     with pytest.raises(tf.errors.InvalidArgumentError, match="sequence_len is longer than its row"):
@@ -209,7 +202,6 @@ def _classifier_data():
     return tf.constant(texts), dataset
 
 
-@pytest.mark.slow
 def test_elmo_layer_fine_tunes_in_functional_and_sequential_models(exported, tmp_path):
     _, path = exported
     texts, dataset = _classifier_data()
@@ -252,7 +244,6 @@ def test_elmo_layer_fine_tunes_in_functional_and_sequential_models(exported, tmp
     assert_same(sequential.layers[0](texts), elmo_tf.ElmoLayer(path)(texts))  # untrained
 
 
-@pytest.mark.slow
 def test_elmo_layer_rejects_bad_arguments(exported, tmp_path):
     _, path = exported
     with pytest.raises(ValueError, match="output_key must be one of"):
@@ -266,7 +257,6 @@ def test_elmo_layer_rejects_bad_arguments(exported, tmp_path):
         elmo_tf.ElmoLayer(str(tmp_path / "plain"))
 
 
-@pytest.mark.slow
 def test_a_keras_config_never_loads_a_saved_model_it_names(exported, tmp_path, monkeypatch):
     """A .keras file is data: its ElmoLayer config cannot point load_model at a SavedModel
     (which is code) anywhere on the machine, in safe mode or not."""
@@ -310,7 +300,6 @@ def test_a_keras_config_never_loads_a_saved_model_it_names(exported, tmp_path, m
         ("options", None, "lacks 'options'"),
     ],
 )
-@pytest.mark.slow
 def test_a_keras_config_with_illegal_settings_is_refused_naming_them(exported, key, value, message):
     """An ElmoLayer config is read from a .keras file: every setting is checked as ELMo's
     arguments are, before anything is built (100,000 representations built for minutes and
@@ -330,7 +319,6 @@ def test_a_keras_config_with_illegal_settings_is_refused_naming_them(exported, k
         elmo_tf.ELMo(elmo_tf.ElmoConfig.from_options(options), do_layer_norm=1)
 
 
-@pytest.mark.slow
 def test_elmo_layer_takes_the_string_inputs_keras_users_pass(exported):
     _, path = exported
     layer = elmo_tf.ElmoLayer(path, output_key="elmo")

@@ -165,7 +165,6 @@ def _predict(stub, sentences, signature="default", **kwargs):
     return stub.Predict(make_request(sentences, signature, **kwargs), timeout=TIMEOUT)
 
 
-@pytest.mark.slow
 @pytest.mark.numerics
 @pytest.mark.parametrize("which", ["batched", "unbatched"])
 @pytest.mark.parametrize("signature", ["default", "serving_default", "", "tokens", "char_ids"])
@@ -182,7 +181,6 @@ def test_predict_equals_the_saved_model(which, signature, request, local):
     assert response.model_spec.signature_name == (signature or "serving_default")
 
 
-@pytest.mark.slow
 def test_output_filter_and_version(stub, local):
     response = _predict(stub, SENTENCES, "tokens", outputs=["default", "sequence_len"], version=1)
     expected = _local_outputs(local, "tokens", SENTENCES)
@@ -190,7 +188,6 @@ def test_output_filter_and_version(stub, local):
     np.testing.assert_array_equal(_outputs(response)["sequence_len"], [10, 2, 0, 7, 6])
 
 
-@pytest.mark.slow
 def test_client_embed_and_cli(batched, local, capsys, tmp_path):
     server = f"127.0.0.1:{batched.port}"
     token_lists = [s.split() for s in SENTENCES]
@@ -511,7 +508,6 @@ def test_full_queue_is_resource_exhausted(batched, stub, monkeypatch, local):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_concurrent_requests_batched_equal_unbatched(batched, stub, unbatched_stub):
     requests = [
         (SENTENCES[i % 5 : i % 5 + 1 + i % 3], ("default", "tokens", "char_ids")[i % 3])
@@ -533,7 +529,6 @@ def test_concurrent_requests_batched_equal_unbatched(batched, stub, unbatched_st
         _assert_equal(answer, _outputs(_predict(unbatched_stub, *args)))
 
 
-@pytest.mark.slow
 def test_new_version_is_served_without_restart(request, base_path, tiny_files, tmp_path):
     from elmo_tf.export.saved_model import export_saved_model
 
@@ -578,7 +573,6 @@ def _lines(stream):
     return lines
 
 
-@pytest.mark.slow
 def test_sigterm_finishes_the_request_in_flight(base_path):
     """The request is slow because it waits 3 s for a batch to fill; SIGTERM comes at 1 s."""
     command = [
@@ -629,7 +623,6 @@ def test_sigterm_finishes_the_request_in_flight(base_path):
         (["--model-base-path", "{tmp}/models/elmo"], "--model-base-path"),
     ],
 )
-@pytest.mark.slow
 def test_loadtest_names_a_missing_input_in_one_line(tmp_path, flags, fragment):
     """Before any server starts (the script run where TensorFlow is not installed: its
     checks need none)."""

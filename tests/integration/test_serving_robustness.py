@@ -208,7 +208,6 @@ HOSTILE = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_declared_shapes_are_checked_before_allocating(case, stub):
     signature, protos, code, fragment = HOSTILE[case]
@@ -367,7 +366,6 @@ REST_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(REST_CASES))
-@pytest.mark.slow
 def test_rest_hostile_bodies(case, server, stub):
     body, headers, status, fragment = REST_CASES[case]
     got, answer = _post(server.rest_port, body, headers)
@@ -860,7 +858,6 @@ def test_rest_keeps_the_connection_alive(server):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_request_larger_than_a_batch_is_split_and_equal(stub, base_path):
     """15 rows (4 chunks of max_batch_size 4) answer as the SavedModel answers them alone."""
     local = tf.saved_model.load(str(base_path / "1")).signatures["default"]
@@ -871,7 +868,6 @@ def test_request_larger_than_a_batch_is_split_and_equal(stub, base_path):
         assert_reordered(tf.make_ndarray(response.outputs[key]), expected[key].numpy())
 
 
-@pytest.mark.slow
 def test_request_larger_than_the_queue_is_invalid_not_retry(request, base_path):
     small_queue = BatchingOptions(max_batch_size=2, max_enqueued_batches=3, num_batch_threads=1)
     server = _start(request, base=str(base_path), batching=small_queue)
@@ -911,7 +907,6 @@ def _behind_a_running_request(server, stub, monkeypatch):
     assert batcher.dropped == dropped + 1
 
 
-@pytest.mark.slow
 def test_grpc_deadline_passed_in_the_queue_is_not_computed(server, stub, monkeypatch):
     with _behind_a_running_request(server, stub, monkeypatch) as batcher:
         queued = batcher.queued_rows
@@ -986,7 +981,7 @@ def test_rest_expect_100_continue(server):
     assert len(json.loads(data.split(b"\r\n\r\n", 1)[1])["predictions"]) == 1
 
 
-@pytest.mark.slow
+@pytest.mark.stress
 def test_rest_answer_left_unread_is_cut_off_within_the_timeout(quick_server):
     """A client that asks for a long answer (512 rows: MBs of JSON) and reads none of it: the
     server waits 1 s (--rest-timeout-seconds) in all for it to read, then cuts the connection
@@ -1021,7 +1016,7 @@ def test_rest_answer_left_unread_is_cut_off_within_the_timeout(quick_server):
     assert status == 200
 
 
-@pytest.mark.slow
+@pytest.mark.stress
 def test_rest_slow_and_idle_clients_are_cut_off(quick_server):
     """--rest-timeout-seconds: a client that stalls mid-headers, stalls mid-body or idles on a
     keep-alive connection is disconnected after the timeout and holds no thread; so is one
@@ -1125,7 +1120,6 @@ def _functions(graph):
     return {f.signature.name for f in graph.library.function}
 
 
-@pytest.mark.slow
 def test_sigterm_exits_within_grace_with_an_idle_keepalive_connection(base_path):
     grace = 2.0
     command = [
@@ -1166,7 +1160,6 @@ def test_sigterm_exits_within_grace_with_an_idle_keepalive_connection(base_path)
             process.wait(timeout=10)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--port", "--rest-port"])
 def test_busy_port_is_named_in_one_line(flag, base_path, capsys):
     with socket.socket() as busy:
@@ -1189,7 +1182,6 @@ def test_busy_port_is_named_in_one_line(flag, base_path, capsys):
     assert "--port and --rest-port are both 9999" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def test_the_listen_check_takes_what_the_servers_bind():
     """A bracketed IPv6 address and "" (every interface) are the servers' forms: the check
     before the model loads must not refuse them (it once passed them to getaddrinfo as given)."""
@@ -1206,7 +1198,6 @@ def test_the_listen_check_takes_what_the_servers_bind():
     addresses.check_can_listen("[::1]", port)
 
 
-@pytest.mark.slow
 def test_failed_version_is_retried_without_a_directory_change(base_path, tmp_path):
     base = tmp_path / "models"
     shutil.copytree(base_path / "1", base / "1")
@@ -1236,7 +1227,7 @@ def test_failed_version_is_retried_without_a_directory_change(base_path, tmp_pat
         manager.stop(5)
 
 
-@pytest.mark.slow
+@pytest.mark.stress
 def test_rest_answers_past_a_thousand_open_connections(request, base_path):
     """2,000 idle keep-alive connections hold descriptors past 1,024, where select() fails: a
     predict on a new connection is still answered (the server waits on epoll)."""

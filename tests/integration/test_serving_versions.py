@@ -100,7 +100,6 @@ def _predicted_version(stub):
     return stub.Predict(make_request(["a b"]), timeout=TIMEOUT).model_spec.version.value
 
 
-@pytest.mark.slow
 def test_rest_version_beyond_int64_is_a_400(server):
     for path in (f"/v1/models/elmo/versions/{BEYOND_INT64}", f"/v1/models/elmo/versions/{2**63}"):
         status, answer = _get(server.rest_port, path)
@@ -113,7 +112,6 @@ def test_rest_version_beyond_int64_is_a_400(server):
     assert status == 404 and f"version {2**63 - 1}" in answer["error"]  # a version, not served
 
 
-@pytest.mark.slow
 def test_removing_the_only_version_makes_the_model_unavailable(server, stubs, exported):
     stub, model_stub = stubs
     base = server.manager.base_path

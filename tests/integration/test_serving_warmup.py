@@ -35,7 +35,6 @@ def _records(saved_model_dir):
     return logs
 
 
-@pytest.mark.slow
 def test_one_request_per_signature_each_answered_by_the_export(tiny_export):
     version = str(tiny_export / "1")
     logs = _records(version)
@@ -57,7 +56,6 @@ def test_one_request_per_signature_each_answered_by_the_export(tiny_export):
         assert_reordered(answer["elmo"], answers[2]["elmo"])
 
 
-@pytest.mark.slow
 def test_no_warmup_requests_flag_writes_none(tiny_files, tmp_path):
     options, weights = map(str, tiny_files)
     argv = ["export", "saved-model", str(tmp_path), "--options", options, "--weights", weights]
@@ -72,7 +70,6 @@ def _manager(request, base):
     return manager
 
 
-@pytest.mark.slow
 def test_serve_replays_the_records_before_the_version_is_available(
     request, tiny_export, tmp_path, caplog
 ):
@@ -107,7 +104,6 @@ SENTENCE = {"sentences": np.array([b"Hello !"], dtype=object)}
 OUT_OF_RANGE = {"char_ids": np.full([1, 2, 50], 300, np.int32)}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("records", "message"),
     [
@@ -154,7 +150,6 @@ def test_records_are_replayed_under_the_servers_own_limits(
         assert "row of 4 tokens, over the limit of 3 (max_tokens_per_row)" in error, error
 
 
-@pytest.mark.slow
 def test_a_record_declaring_ten_million_sentences_fails_the_load_before_any_array(
     request, tiny_export, tmp_path
 ):
@@ -180,7 +175,6 @@ def test_a_record_declaring_ten_million_sentences_fails_the_load_before_any_arra
     assert "input 'sentences' has 10000000 rows" in error and "max_request_rows" in error, error
 
 
-@pytest.mark.slow
 def test_a_file_that_is_not_records_fails_the_load(request, tiny_export, tmp_path):
     shutil.copytree(tiny_export / "1", tmp_path / "1")
     with open(tmp_path / "1" / WARMUP_FILE, "wb") as f:

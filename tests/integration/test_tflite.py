@@ -40,7 +40,6 @@ def _golden_batches(golden):
         yield name, elmo_tf.batch_to_ids([meta["sentences"][k] for k in keys])
 
 
-@pytest.mark.slow
 def test_cli_writes_builtin_only_flatbuffer(float_model):
     assert [p.name for p in float_model.parent.iterdir()] == ["elmo.tflite"]  # no temp left
     ops = operator_names(float_model)
@@ -54,7 +53,6 @@ def test_cli_writes_builtin_only_flatbuffer(float_model):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_outputs_equal_model_on_golden_batches(float_model, tiny_model, golden):
     # One interpreter for every batch: lengths 1..35 resize the dynamic time axis each call.
     interpreter = Interpreter(model_path=str(float_model))
@@ -70,7 +68,6 @@ def test_outputs_equal_model_on_golden_batches(float_model, tiny_model, golden):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_fixed_max_length_through_the_api(tmp_path, tiny_model, golden):
     assert tiny_model.dedupe_tokens  # exported through a copy without UniqueV2
     path = tmp_path / "fixed.tflite"
@@ -90,7 +87,6 @@ def test_fixed_max_length_through_the_api(tmp_path, tiny_model, golden):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_dynamic_range_quantization(float_model, quantized_model, golden):
     assert non_builtin_ops(quantized_model) == []
     ratio = quantized_model.stat().st_size / float_model.stat().st_size

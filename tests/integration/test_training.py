@@ -44,7 +44,6 @@ def run_cli(argv, capsys):
     return status, out, err
 
 
-@pytest.mark.slow
 def test_loss_goes_down(corpus_file, tmp_path):
     trainer, corpus, vocab = make_trainer(corpus_file, tmp_path / "ckpt", options(dropout=0.0))
     before = evaluate(trainer.model, corpus, vocab, batch_size=4, unroll_steps=5)
@@ -211,7 +210,6 @@ def test_dump_weights_loads_with_load_pretrained(trained_run, tmp_path, capsys, 
         assert f"--unigram-smoothing must be a finite number >= 0, got {smoothing}" in err
 
 
-@pytest.mark.slow
 def test_init_from_official_weights(tmp_path, capsys):
     corpus = make_corpus(tmp_path / "news.txt", words=["the", "swine", "flu", "virus", "."])
     ckpt, out = tmp_path / "ckpt", tmp_path / "out"
@@ -275,7 +273,6 @@ def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(corpus_file, tm
         assert_reordered(two[name], one[name], err_msg=name)
 
 
-@pytest.mark.slow
 def test_sigkill_then_resume_loses_nothing_beyond_the_checkpoint(corpus_file, tmp_path):
     ckpt = tmp_path / "ckpt"
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}

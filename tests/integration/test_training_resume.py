@@ -169,7 +169,6 @@ def test_a_bad_state_file_resumes_from_the_newest_checkpoint(run, state, told):
             assert after[f"{name}.{kind}"] == before[f"{name}.{kind}"]
 
 
-@pytest.mark.slow
 def test_bit_flipped_shard_and_garbled_state_file_through_the_cli(run, capsys):
     flip_bit(run / f"ckpt-6.{DATA}")
     (run / "checkpoint").write_bytes(b"\x00\xffmodel_checkpoint_path {{")
@@ -184,7 +183,6 @@ def test_bit_flipped_shard_and_garbled_state_file_through_the_cli(run, capsys):
     assert not (run / "ckpt-6.index").exists()
 
 
-@pytest.mark.slow
 def test_every_checkpoint_damaged_stops_with_one_line(run, capsys):
     truncate(run / f"ckpt-6.{DATA}")
     flip_bit(run / f"ckpt-4.{DATA}")
@@ -239,7 +237,6 @@ def test_damaged_training_options_through_the_cli(run, capsys, damage, message):
         "missing-shard",
     ],
 )
-@pytest.mark.slow
 def test_plan_and_from_plan_fall_back_past_a_damaged_checkpoint(run, damage, reason):
     damage(run)
     damaged = {p.name: p.read_bytes() for p in run.glob("ckpt-6.*")}

@@ -114,7 +114,6 @@ def test_our_checkpoint_has_allennlps_layout_after_training():
         assert torch.equal(value, state[key]), key
 
 
-@pytest.mark.slow
 def test_state_dict_round_trips_across_processes(tmp_path):
     """Keys do not depend on how many models a process built: a checkpoint saved after
     building three loads into the first model of a new process."""

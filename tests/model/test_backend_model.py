@@ -30,7 +30,6 @@ def _called(model, sentences, **kwargs):
     return {k: to_numpy(v) for k, v in model(elmo_tf.batch_to_ids(sentences), **kwargs).items()}
 
 
-@pytest.mark.slow
 def test_embed_equals_call():
     """The embed path (host-side cache, compiled calls) computes what the model's call does."""
     model = _model()
@@ -40,7 +39,6 @@ def test_embed_equals_call():
         assert_reordered(embedded[key], value, err_msg=key)
 
 
-@pytest.mark.slow
 def test_stateful_chunks_equal_one_pass():
     """bilm-tf's stateful use: the state after a first call carries into the next."""
     model = _model()
@@ -57,7 +55,6 @@ def test_stateful_chunks_equal_one_pass():
     assert after.cell.shape == (2, 2, 2, 32) and np.abs(after.cell).max() <= 3.0
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("layers", [1, 3])
 def test_every_number_of_layers(layers, tmp_path):
     with open(TINY / "options.json", encoding="utf-8") as f:
@@ -74,7 +71,6 @@ def test_every_number_of_layers(layers, tmp_path):
         assert_reordered(out[key], value, err_msg=key)
 
 
-@pytest.mark.slow
 def test_scalar_mixes_and_layer_norm():
     model = _model(num_output_representations=2, do_layer_norm=True)
     model.scalar_mixes[1].scalar_weights.assign([5.0, -5.0, -5.0])
@@ -85,7 +81,6 @@ def test_scalar_mixes_and_layer_norm():
         assert_reordered(out[key], value, err_msg=key)
 
 
-@pytest.mark.slow
 def test_dropout_under_training_only():
     model = _model(dropout=0.5)
     ids = elmo_tf.batch_to_ids(SENTENCES[:2])
@@ -97,7 +92,6 @@ def test_dropout_under_training_only():
     assert 0.3 < zeros.sum() / (inference[0] != 0).sum() < 0.7  # about half dropped
 
 
-@pytest.mark.slow
 @skip_if_onednn_isa_capped
 @pytest.mark.parametrize("policy", MIXED_POLICIES)
 def test_mixed_precision(policy):
@@ -119,7 +113,6 @@ def test_keras_file_round_trip(tmp_path):
     assert_same(_called(restored, SENTENCES)["elmo"], _called(model, SENTENCES)["elmo"])
 
 
-@pytest.mark.slow
 def test_elmo_layer_fine_tunes_a_classifier(tmp_path):
     """``fit`` of a small classifier on ``ElmoLayer`` (character ids, the mix trained)."""
     texts = [["a", "fine", "film"], ["a", "dull", "film"], ["moving", "!"], ["tedious", "."]]
@@ -277,7 +270,6 @@ def _nan_at(variable, index=0):
         (lambda elmo: elmo.scalar_mixes[0].gamma, "scalar_mix_0/gamma"),
     ],
 )
-@pytest.mark.slow
 def test_a_keras_file_with_nan_weights_is_refused_on_load(where, path, tmp_path):
     saved = _saved_layer(tmp_path / "nan.keras", lambda layer: _nan_at(where(layer.elmo)))
     with pytest.raises(ValueError, match=f"the saved weight elmo/.*{path}.* holds NaN or inf"):

@@ -34,7 +34,6 @@ def _batch(sentences, i):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_batch_0_stateless(bilm_model, bilm_data):
     sentences, expected = bilm_data
     out = bilm_model.embed(_batch(sentences, 0))
@@ -45,7 +44,6 @@ def test_batch_0_stateless(bilm_model, bilm_data):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_ten_batches_stateful_through_explicit_state(bilm_model, bilm_data):
     sentences, expected = bilm_data
     state = None

@@ -63,7 +63,6 @@ def expected_layers(expected, i):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_all_writes_every_layer(embedded, expected):
     data = embedded["all"]
     assert set(data) == {"0", "1", "2", "sentence_to_index"}
@@ -79,7 +78,6 @@ def test_all_writes_every_layer(embedded, expected):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_top_writes_last_lstm_layer(embedded, expected):
     data = embedded["top"]
     assert [data[k].shape for k in "012"] == [(7, TWO_P), (0, TWO_P), (4, TWO_P)]
@@ -119,7 +117,6 @@ def test_sentence_to_index_of_token_lists_joins_them_by_one_space(tmp_path, tiny
         assert f["1"].shape == (3, 3, TWO_P)  # the line split on every whitespace
 
 
-@pytest.mark.slow
 def test_default_format_is_all(tmp_path, input_file, tiny_files):
     output = tmp_path / "out.hdf5"
     options, weights = tiny_files
@@ -142,7 +139,6 @@ def error_line(capsys):
     ("budget", "batches"),
     [("8", [(1, 7), (2, 4)]), ("0", [(3, 7)])],  # 7 tokens alone, then 4 and 0; 0: no budget
 )
-@pytest.mark.slow
 def test_max_batch_tokens_reaches_the_batches(
     budget, batches, tmp_path, input_file, tiny_files, expected, monkeypatch
 ):
@@ -166,7 +162,6 @@ def test_max_batch_tokens_reaches_the_batches(
             assert_reordered(f[str(i)][...], expected_layers(expected, i))
 
 
-@pytest.mark.slow
 def test_interrupted_run_leaves_no_file(tmp_path, input_file, tiny_files, capsys, monkeypatch):
     real = elmo_tf.ELMo.embed_batches
 

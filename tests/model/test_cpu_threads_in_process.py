@@ -22,7 +22,6 @@ def test_too_late_warns_and_changes_nothing(monkeypatch, tiny_model):
     assert tf.config.threading.get_intra_op_parallelism_threads() == before
 
 
-@pytest.mark.slow
 def test_embed_command_configures_before_loading(monkeypatch, tmp_path, tiny_files):
     calls = []
     monkeypatch.setattr(embed, "configure_threads", lambda **kw: calls.append(("threads", kw)))

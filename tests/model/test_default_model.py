@@ -28,7 +28,6 @@ def test_default_model_files_are_in_the_package():
     assert "TO FILL" not in card
 
 
-@pytest.mark.slow
 def test_load_pretrained_default_model():
     model = elmo_tf.load_pretrained(*default_model_files())
     assert model.config.projection_dim == TWO_P // 2
@@ -39,7 +38,6 @@ def test_load_pretrained_default_model():
     assert np.all(np.isfinite(out["elmo"])) and np.abs(out["elmo"][0]).max() > 0
 
 
-@pytest.mark.slow
 def test_embed_and_export_use_the_default_model(tmp_path, capsys):
     output = tmp_path / "default.hdf5"
     assert main(["embed", str(EXAMPLES), str(output)]) == 0, capsys.readouterr().err
@@ -88,7 +86,6 @@ def test_from_preset_loads_bundled_models_directories_and_architectures(tmp_path
         elmo_tf.ELMo.from_preset(directory)
 
 
-@pytest.mark.slow
 def test_shipped_files_stay_small_and_evaluate_alone(tmp_path, capsys):
     """The bundled model ships its softmax (float16) so that `elmo-tf evaluate` works on the
     package's files alone, and all of it stays within 20 MB."""

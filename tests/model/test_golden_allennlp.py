@@ -46,7 +46,6 @@ def runs(request, tiny_model, golden):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_activations_with_sentence_boundaries(runs, golden):
     _, arrays = golden
     for batch, (activations, mask, _) in runs.items():
@@ -57,7 +56,6 @@ def test_activations_with_sentence_boundaries(runs, golden):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_layers_and_elmo_without_boundaries(runs, golden):
     _, arrays = golden
     for batch, (_, _, out) in runs.items():
@@ -96,7 +94,6 @@ def test_embed_small_calls(tiny_model, golden):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_stateful_sequence_with_explicit_state(tiny_model, golden):
     """AllenNLP's stateful ELMo keeps a state per batch row; a smaller batch uses the first
     rows and leaves the others as they were. The explicit state reproduces that."""

@@ -38,7 +38,6 @@ def test_sampled_loss_with_every_candidate_equals_full_softmax():
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_language_model_directions_match_elmo_bilm(bilm_model):
     """The forward stream of a sentence (<S> w1..wn) and its backward stream (</S> wn..w1)
     give exactly the activations of ELMo.bilm, whose backward layer reads right to left."""
@@ -72,7 +71,6 @@ def test_carried_state_equals_one_long_window():
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_reset_state_per_sentence_runs_each_sentence_from_zero():
     """With ``reset_state_per_sentence`` a window holding two sentences gives what each
     sentence gives alone from the zero state, whatever state the window starts from; without

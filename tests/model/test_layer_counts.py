@@ -40,7 +40,6 @@ def _n_layers(model):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_embed_keys_shapes_and_mix_of_every_layer(model):
     n_layers = _n_layers(model)
     out = model.embed(SENTENCES)

@@ -41,7 +41,6 @@ def test_char_embedding(tmp_path, rng):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_char_cnn_formula(tmp_path, rng):
     x = rng.normal(size=(3, 50, 4)).astype("float32")
     run_layer_test(
@@ -60,7 +59,6 @@ def test_char_cnn_formula(tmp_path, rng):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_highway_formula(tmp_path, rng):
     x = rng.normal(size=(5, 6)).astype("float32")
     run_layer_test(Highway, {}, x, (5, 6), tmp_path, expected_num_trainable_weights=4)
@@ -74,7 +72,6 @@ def test_highway_formula(tmp_path, rng):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_character_encoder(tmp_path, rng):
     ids = rng.integers(1, 262, size=(4, 50)).astype("int32")
     kwargs = {
@@ -104,7 +101,6 @@ def _cell_numpy(cell, x, c, h):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_lstm_cell_in_keras_rnn(tmp_path, rng):
     x = rng.normal(size=(2, 5, 3)).astype("float32")
     cell = LSTMCellWithProjection(8, 4, cell_clip=0.5, proj_clip=0.3)
@@ -137,7 +133,6 @@ def _lengths_mask(lengths, max_len):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_bidirectional_stack(tmp_path, rng):
     mask = _lengths_mask([5, 3], 5)
     x = rng.normal(size=(2, 5, 4)).astype("float32") * mask[..., None]
@@ -188,7 +183,6 @@ def test_bidirectional_stack_matches_keras_rnn_and_reverses_within_length(rng):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_scalar_mix(tmp_path, rng):
     layers = [rng.normal(size=(2, 3, 4)).astype("float32") for _ in range(3)]
     kwargs = {"num_layers": 3, "do_layer_norm": True, "l2_coefficient": 0.1}

@@ -32,7 +32,6 @@ def _model():
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_both_layouts_give_the_same_numbers(monkeypatch):
     sentences = (SENTENCES * 14)[:40]  # past SMALL_BATCH_ROWS: the pinned layout runs
     outputs = {}
@@ -53,7 +52,6 @@ def test_a_pinned_layout_is_used_and_a_bad_one_named(monkeypatch, traced_layouts
         _model().embed(SENTENCES * 14)
 
 
-@pytest.mark.slow
 def test_by_default_small_calls_run_fused_and_the_others_per_gate(monkeypatch, traced_layouts):
     monkeypatch.delenv(lstm_layout.LAYOUT_VARIABLE, raising=False)
     model = _model()
@@ -70,7 +68,6 @@ def test_by_default_small_calls_run_fused_and_the_others_per_gate(monkeypatch, t
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_exported_graphs_get_the_export_layout(monkeypatch, traced_layouts, tmp_path):
     from elmo_tf.export.saved_model import export_saved_model
 

@@ -20,7 +20,6 @@ SENTENCES = [
 ]
 
 
-@pytest.mark.slow
 def test_output_keys_and_shapes(tiny_model):
     out = tiny_model.embed(SENTENCES, batch_size=2)
     assert list(out) == [
@@ -79,7 +78,6 @@ def test_token_cache_changes_nothing(tiny_model):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_token_cache_lives_with_the_model(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
     first = model.embed(SENTENCES)
@@ -95,7 +93,6 @@ def test_token_cache_lives_with_the_model(tiny_files):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_token_cache_never_serves_vectors_of_changed_weights(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
     reference = elmo_tf.load_pretrained(*tiny_files)
@@ -121,7 +118,6 @@ def test_token_cache_never_serves_vectors_of_changed_weights(tiny_files):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_token_cache_is_shared_by_concurrent_callers(tiny_files):
     import concurrent.futures
 
@@ -136,7 +132,6 @@ def test_token_cache_is_shared_by_concurrent_callers(tiny_files):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_dedupe_changes_nothing(tiny_files):
     plain = elmo_tf.load_pretrained(*tiny_files, dedupe_tokens=False)
     deduped = elmo_tf.load_pretrained(*tiny_files, dedupe_tokens=True)
@@ -145,7 +140,6 @@ def test_dedupe_changes_nothing(tiny_files):
         assert_reordered(a[key], b[key])
 
 
-@pytest.mark.slow
 def test_empty_inputs(tiny_model):
     out = tiny_model.embed([])
     assert out["elmo"].shape == (0, 0, 32) and out["default"].shape == (0, 32)
@@ -168,7 +162,6 @@ def _assert_traced_once(model):
     assert counts[2] == 1 and max(counts[:2]) == 1 and min(counts[:2]) >= 0, counts
 
 
-@pytest.mark.slow
 def test_no_retracing_across_batch_shapes(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
     for batch in ([["a"]], [["a", "b", "c"], ["d"]], SENTENCES, [[]]):
@@ -176,7 +169,6 @@ def test_no_retracing_across_batch_shapes(tiny_files):
     _assert_traced_once(model)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("bad", [-1, -300, 262, 100_000])
 def test_character_ids_out_of_range_are_refused(tiny_model, bad):
     """A negative id is no longer read from the table's end (keras.ops.take's NumPy rule):
@@ -213,7 +205,6 @@ def test_character_ids_of_another_shape_or_kind_are_refused(tiny_model):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_explicit_state_round_trip(tiny_model):
     first, second = SENTENCES[:3], SENTENCES[2:]
     out, state = tiny_model.embed(first, return_state=True)
@@ -269,7 +260,6 @@ def _check_batches(batches, lengths, batch_size, max_batch_tokens):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_token_budget_changes_nothing_and_does_not_retrace(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
     lengths = [len(s) for s in LONG_SENTENCES]
@@ -321,7 +311,6 @@ def test_token_budget_with_explicit_state(tiny_model):
     assert_reordered(fresh_budgeted.cell, fresh.cell)
 
 
-@pytest.mark.slow
 def test_several_scalar_mixes_and_layer_norm(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files, num_output_representations=2, do_layer_norm=True)
     model.scalar_mixes[1].scalar_weights.assign([5.0, -5.0, -5.0])
@@ -347,7 +336,6 @@ def test_a_number_of_output_representations_outside_1_to_64_is_refused(tiny_mode
         elmo_tf.ELMo(tiny_model.config, num_output_representations=count)
 
 
-@pytest.mark.slow
 def test_gradients_reach_every_weight(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files, dropout=0.5)
     ids = elmo_tf.batch_to_ids(SENTENCES)
@@ -359,7 +347,6 @@ def test_gradients_reach_every_weight(tiny_files):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 def test_get_config_and_keras_save_round_trip(tiny_model, tmp_path):
     clone = elmo_tf.ELMo.from_config(tiny_model.get_config())
     assert clone.config == tiny_model.config
@@ -371,7 +358,6 @@ def test_get_config_and_keras_save_round_trip(tiny_model, tmp_path):
 
 
 @pytest.mark.numerics
-@pytest.mark.slow
 @skip_if_onednn_isa_capped
 @pytest.mark.parametrize("policy", MIXED_POLICIES)
 def test_mixed_precision_call_and_embed(tiny_files, policy):
@@ -416,7 +402,6 @@ def test_mixed_precision_call_and_embed(tiny_files, policy):
 @pytest.mark.parametrize(
     "frozen", [("character_encoder", "bilstm"), ("character_encoder",), ("bilstm",)]
 )
-@pytest.mark.slow
 def test_frozen_parts_change_no_gradient(tiny_files, frozen, monkeypatch):
     model = elmo_tf.load_pretrained(*tiny_files)
     for name in frozen:
@@ -441,7 +426,6 @@ def _while_loops(concrete):
     return sum(op.type in ("While", "StatelessWhile") for op in concrete.graph.get_operations())
 
 
-@pytest.mark.slow
 def test_frozen_elmo_traces_no_backward_lstm(tiny_files):
     """A first fit with ELMo frozen (ElmoLayer's default) traces no gradient of the LSTM loops."""
     model = elmo_tf.load_pretrained(*tiny_files)

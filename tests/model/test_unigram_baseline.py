@@ -58,7 +58,6 @@ def unigram_bilm(counts, vocabulary):
     return model
 
 
-@pytest.mark.slow
 def test_equals_a_bilm_whose_softmax_is_the_unigram(texts):
     # With zero softmax weights and bias log p, the biLM's full-softmax evaluation predicts
     # the unigram distribution at every position: its losses must be the baseline's, which
@@ -72,7 +71,6 @@ def test_equals_a_bilm_whose_softmax_is_the_unigram(texts):
         assert got[f"{direction}_loss"] == pytest.approx(result[f"{direction}_loss"], rel=1e-5)
 
 
-@pytest.mark.slow
 def test_evaluate_command_reports_the_baseline(texts, tmp_path, capsys):
     train_file, heldout_file, train, heldout, vocabulary = texts
     model = unigram_bilm(prediction_counts(train, vocabulary)[0], vocabulary)

@@ -138,7 +138,6 @@ def test_non_finite_and_unreadable_files(tiny_files, tmp_path):
         elmo_tf.load_pretrained(tiny_files[0], truncated)
 
 
-@pytest.mark.slow
 def test_loader_at_published_small_shapes(small_official_files):
     """Random weights at the real 2x1024_128_2048cnn_1xhighway shapes, made by the reference
     generator: every dataset lands in its variable, and saving gives the same file back."""

@@ -8,7 +8,6 @@ import pytest
 from elmo_tf.cli.main import main
 
 
-@pytest.mark.slow
 def test_bundled_model_knows_senses_better_than_its_random_twin(capsys):
     """The README's claim: every contextual layer of the trained default model separates the
     senses better than the same architecture with random weights (mean of 3 seeds), and the

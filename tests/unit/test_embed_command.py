@@ -146,7 +146,6 @@ def _corpus(path, lines, tokens_per_line=10):
         ("in.txt", "in.txt: is an input file; choose another output name"),
     ],
 )
-@pytest.mark.slow
 def test_a_bad_output_path_is_refused_before_any_work(
     tmp_path, monkeypatch, capsys, output, message
 ):

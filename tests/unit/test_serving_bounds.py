@@ -114,7 +114,6 @@ def test_written_answers_refuse_past_the_capacity():
     assert (answers.used, answers.answers) == (0, 0)
 
 
-@pytest.mark.slow
 def test_json_pieces_hold_one_row_at_a_time():
     """json_pieces writes what json.dumps of the whole answer would, with a small fraction of
     its memory (tolist() of 2 M floats alone is ~64 MB of Python objects)."""

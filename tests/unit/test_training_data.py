@@ -136,7 +136,6 @@ def test_frame_sentences_forward_and_backward():
     }
 
 
-@pytest.mark.slow
 def test_training_stream_is_continuous_and_resumes_at_any_step(corpus_file):
     corpus = read_corpus([corpus_file])
     vocab = Vocabulary.from_counts(corpus.counts())
