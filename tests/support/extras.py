@@ -15,6 +15,7 @@ TEST_FILES_NEEDING = {
     "integration/test_serving_warmup.py": SERVING,
     "unit/test_warmup_records.py": SERVING,
     "unit/test_model_versions.py": SERVING,
+    "model/test_serving_requests.py": SERVING,
     "unit/test_serving_bounds.py": SERVING,
     "unit/test_serving_settings.py": SERVING,
     "integration/test_tflite.py": TFLITE,
