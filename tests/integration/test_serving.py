@@ -318,81 +318,9 @@ def _proto_request(signature, **inputs):
     return request
 
 
-def _with_spec(request, name="elmo", version=None):
-    request.model_spec.name = name
-    if version is not None:
-        request.model_spec.version.value = version
-    return request
-
-
-IDS = np.ones((1, 2, 50), np.int32)
-
-
+# The transport's limit and one case of the table end to end; the table itself, in process:
+# tests/model/test_serving_requests.py.
 BAD_GRPC = {
-    "wrong dtype": (
-        lambda: _proto_request("default", sentences=np.array([1, 2], np.int32)),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "'sentences' must be string, got int32",
-    ),
-    "missing input": (
-        lambda: _proto_request("tokens", tokens=np.array([[b"a"]], object)),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "'sequence_len' is missing",
-    ),
-    "unknown input": (
-        lambda: _proto_request("default", sentences=[b"a"], words=[b"a"]),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "'words' is not an input",
-    ),
-    "wrong rank": (
-        lambda: _proto_request("default", sentences=np.array([[b"a b"]], object)),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "'sentences' must have rank 1",
-    ),
-    "empty batch": (
-        lambda: _proto_request("default", sentences=np.zeros([0], object)),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "'sentences' has an empty batch",
-    ),
-    "wrong char width": (
-        lambda: _proto_request("char_ids", char_ids=np.ones((1, 2, 49), np.int32)),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "'char_ids' must have size 50 in dimension 2",
-    ),
-    "char id out of range": (
-        lambda: _proto_request("char_ids", char_ids=IDS * 300),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "'char_ids' must hold ids in [0, 261]",
-    ),
-    "sequence_len too long": (
-        lambda: _proto_request(
-            "tokens", tokens=np.array([[b"a", b"b"]], object), sequence_len=np.array([3], np.int32)
-        ),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "'sequence_len' holds 3, longer than the rows",
-    ),
-    "batch sizes differ": (
-        lambda: _proto_request(
-            "tokens", tokens=np.array([[b"a"]], object), sequence_len=np.array([1, 1], np.int32)
-        ),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "'tokens' has batch size 1 but input 'sequence_len' has 2",
-    ),
-    "unknown output": (
-        lambda: make_request(["a"], outputs=["vectors"]),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "output 'vectors' is not an output",
-    ),
-    "unknown model": (
-        lambda: _with_spec(make_request(["a"]), name="bert"),
-        grpc.StatusCode.NOT_FOUND,
-        "no model 'bert'",
-    ),
-    "unknown version": (
-        lambda: make_request(["a"], version=2),
-        grpc.StatusCode.NOT_FOUND,
-        "Specific(elmo, 2)",
-    ),
     "unknown signature": (
         lambda: _proto_request("words", sentences=[b"a"]),
         grpc.StatusCode.NOT_FOUND,
@@ -418,45 +346,16 @@ def test_bad_grpc_request(case, stub, local):
     )
 
 
+# The HTTP layer's size limit and one case of the table end to end; the table itself, in
+# process: tests/model/test_serving_requests.py.
 BAD_REST = {
     "not JSON": ("/v1/models/elmo:predict", b"{instances", 400, "not valid JSON"),
-    "wrong type": (
-        "/v1/models/elmo:predict",
-        {"signature_name": "tokens", "inputs": {"tokens": [["a"]], "sequence_len": ["1"]}},
-        400,
-        "'sequence_len' must hold int32 values",
-    ),
-    "ragged": (
-        "/v1/models/elmo:predict",
-        {
-            "signature_name": "tokens",
-            "inputs": {"tokens": [["a"], ["b", "c"]], "sequence_len": [1, 2]},
-        },
-        400,
-        "'tokens' is ragged",
-    ),
-    "missing input": (
-        "/v1/models/elmo:predict",
-        {"signature_name": "tokens", "instances": [{"tokens": ["a"]}]},
-        400,
-        "'sequence_len' is missing",
-    ),
-    "empty batch": ("/v1/models/elmo:predict", {"instances": []}, 400, "empty batch"),
-    "unknown model": ("/v1/models/bert:predict", {"instances": ["a"]}, 404, "no model 'bert'"),
-    "unknown version": ("/v1/models/elmo/versions/2", None, 404, "version 2"),
-    "unknown signature": (
-        "/v1/models/elmo:predict",
-        {"signature_name": "x", "instances": ["a"]},
-        404,
-        "'x' not found",
-    ),
     "over the size limit": (
         "/v1/models/elmo:predict",
         {"instances": ["w " * MAX_REQUEST_BYTES]},
         413,
         "over the limit",
     ),
-    # Far more than the sockets buffer: the client is still writing when the 413 goes out.
     "far over the size limit": (
         "/v1/models/elmo:predict",
         {"instances": ["w " * (16 * MAX_REQUEST_BYTES)]},

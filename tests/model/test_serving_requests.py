@@ -12,10 +12,12 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
+from grpc import StatusCode
 from tensorflow.core.framework import tensor_pb2, types_pb2
 from tensorflow_serving.apis import predict_pb2
 
 from elmo_tf.serving import rest_protocol
+from elmo_tf.serving.client import make_request
 from elmo_tf.serving.errors import ServingError
 from elmo_tf.serving.grpc_api import ModelServicer, PredictionServicer
 from elmo_tf.serving.server import ModelServer, ServerOptions
@@ -245,3 +247,152 @@ def test_the_tables_leave_the_server_answering(served):
     route = rest_protocol.route("POST", "/v1/models/elmo:predict")
     answer = protocol.answer(route, b'{"instances": ["still up ."]}')
     assert answer["predictions"][0]["sequence_len"] == 3
+
+
+def _proto_request(signature, **inputs):
+    request = make_request(["a b"], "default")
+    request.model_spec.signature_name = signature
+    del request.inputs["sentences"]
+    for alias, value in inputs.items():
+        request.inputs[alias].CopyFrom(tf.make_tensor_proto(value))
+    return request
+
+
+def _with_spec(request, name="elmo", version=None):
+    request.model_spec.name = name
+    if version is not None:
+        request.model_spec.version.value = version
+    return request
+
+
+IDS = np.ones((1, 2, 50), np.int32)
+
+
+# A request wrong in its names, types, shapes or values (the transport's size limit: a socket's).
+BAD_GRPC = {
+    "wrong dtype": (
+        lambda: _proto_request("default", sentences=np.array([1, 2], np.int32)),
+        StatusCode.INVALID_ARGUMENT,
+        "'sentences' must be string, got int32",
+    ),
+    "missing input": (
+        lambda: _proto_request("tokens", tokens=np.array([[b"a"]], object)),
+        StatusCode.INVALID_ARGUMENT,
+        "'sequence_len' is missing",
+    ),
+    "unknown input": (
+        lambda: _proto_request("default", sentences=[b"a"], words=[b"a"]),
+        StatusCode.INVALID_ARGUMENT,
+        "'words' is not an input",
+    ),
+    "wrong rank": (
+        lambda: _proto_request("default", sentences=np.array([[b"a b"]], object)),
+        StatusCode.INVALID_ARGUMENT,
+        "'sentences' must have rank 1",
+    ),
+    "empty batch": (
+        lambda: _proto_request("default", sentences=np.zeros([0], object)),
+        StatusCode.INVALID_ARGUMENT,
+        "'sentences' has an empty batch",
+    ),
+    "wrong char width": (
+        lambda: _proto_request("char_ids", char_ids=np.ones((1, 2, 49), np.int32)),
+        StatusCode.INVALID_ARGUMENT,
+        "'char_ids' must have size 50 in dimension 2",
+    ),
+    "char id out of range": (
+        lambda: _proto_request("char_ids", char_ids=IDS * 300),
+        StatusCode.INVALID_ARGUMENT,
+        "'char_ids' must hold ids in [0, 261]",
+    ),
+    "sequence_len too long": (
+        lambda: _proto_request(
+            "tokens", tokens=np.array([[b"a", b"b"]], object), sequence_len=np.array([3], np.int32)
+        ),
+        StatusCode.INVALID_ARGUMENT,
+        "'sequence_len' holds 3, longer than the rows",
+    ),
+    "batch sizes differ": (
+        lambda: _proto_request(
+            "tokens", tokens=np.array([[b"a"]], object), sequence_len=np.array([1, 1], np.int32)
+        ),
+        StatusCode.INVALID_ARGUMENT,
+        "'tokens' has batch size 1 but input 'sequence_len' has 2",
+    ),
+    "unknown output": (
+        lambda: make_request(["a"], outputs=["vectors"]),
+        StatusCode.INVALID_ARGUMENT,
+        "output 'vectors' is not an output",
+    ),
+    "unknown model": (
+        lambda: _with_spec(make_request(["a"]), name="bert"),
+        StatusCode.NOT_FOUND,
+        "no model 'bert'",
+    ),
+    "unknown version": (
+        lambda: make_request(["a"], version=2),
+        StatusCode.NOT_FOUND,
+        "Specific(elmo, 2)",
+    ),
+    "unknown signature": (
+        lambda: _proto_request("words", sentences=[b"a"]),
+        StatusCode.NOT_FOUND,
+        "signature 'words' not found",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_GRPC))
+def test_bad_grpc_request(case, served):
+    prediction, _ = served
+    build, code, message = BAD_GRPC[case]
+    with pytest.raises(ServingError) as e:
+        prediction.predict(build())
+    assert e.value.code == code and message in e.value.message, e.value.message
+
+
+BAD_REST = {
+    "not JSON": ("/v1/models/elmo:predict", b"{instances", 400, "not valid JSON"),
+    "wrong type": (
+        "/v1/models/elmo:predict",
+        {"signature_name": "tokens", "inputs": {"tokens": [["a"]], "sequence_len": ["1"]}},
+        400,
+        "'sequence_len' must hold int32 values",
+    ),
+    "ragged": (
+        "/v1/models/elmo:predict",
+        {
+            "signature_name": "tokens",
+            "inputs": {"tokens": [["a"], ["b", "c"]], "sequence_len": [1, 2]},
+        },
+        400,
+        "'tokens' is ragged",
+    ),
+    "missing input": (
+        "/v1/models/elmo:predict",
+        {"signature_name": "tokens", "instances": [{"tokens": ["a"]}]},
+        400,
+        "'sequence_len' is missing",
+    ),
+    "empty batch": ("/v1/models/elmo:predict", {"instances": []}, 400, "empty batch"),
+    "unknown model": ("/v1/models/bert:predict", {"instances": ["a"]}, 404, "no model 'bert'"),
+    "unknown version": ("/v1/models/elmo/versions/2", None, 404, "version 2"),
+    "unknown signature": (
+        "/v1/models/elmo:predict",
+        {"signature_name": "x", "instances": ["a"]},
+        404,
+        "'x' not found",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_REST))
+def test_bad_rest_request(case, served):
+    _, protocol = served
+    path, body, status, message = BAD_REST[case]
+    method, data = ("GET", b"") if body is None else ("POST", body)
+    if not isinstance(data, bytes):
+        data = json.dumps(data).encode()
+    with pytest.raises(ServingError) as e:
+        protocol.answer(rest_protocol.route(method, path), data)
+    assert e.value.http_status == status and message in e.value.message, e.value.message
