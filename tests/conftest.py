@@ -12,7 +12,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from support.extras import TEST_FILES_NEEDING, installed  # noqa: E402
 
-pytest_plugins = ["support.fixtures"]
+pytest_plugins = ["support.fixtures", "support.durations"]
 
 # Optional extras stay optional: without them their test modules are not collected.
 collect_ignore = [path for path, needs in TEST_FILES_NEEDING.items() if not installed(*needs)]
