@@ -160,6 +160,8 @@ class ElmoConfig:
         limits = current_size_limits(size_limits)
 
         def over(key, value, limit):
+            # shown: a file's integer may have thousands of digits; the line stays one line
+            value = checks.shown(value)
             what = f"has {value} parameters" if key is None else f"is {value}"
             raise InvalidValue(
                 key,

@@ -432,3 +432,24 @@ def test_a_file_giving_only_the_required_keys_gets_the_tables_defaults(tmp_path)
         "dim": 32,
         "n_layers": 2,
     }
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda o: o["lstm"].update(dim=10**4000),
+        lambda o: o["lstm"].update(projection_dim=10**4000),
+        lambda o: o["lstm"].update(n_layers=10**4000),
+        lambda o: o["char_cnn"].update(filters=[[1, 10**4000]]),
+        lambda o: o["char_cnn"]["embedding"].update(dim=10**400),
+    ],
+    ids=["dim", "projection_dim", "n_layers", "a filter's count", "embedding.dim"],
+)
+def test_a_huge_integer_over_a_size_limit_is_shown_cut(tmp_path, mutate):
+    """docs/robustness.md: a value is shown cut to at most 120 characters (the size limits'
+    messages printed a 4,000-digit integer whole)."""
+    options = _tiny_options()
+    mutate(options)
+    with pytest.raises(OptionsError, match="above the .* limit of") as info:
+        ElmoConfig.from_file(_write(tmp_path, options))
+    assert len(str(info.value)) < 300 and "..." in str(info.value)
