@@ -86,6 +86,11 @@ def _list():
             continue
         total += entry.size
         print(f"{name}\t{entry.size:,}\t{entry.path}\t{entry.url}")
+    for path, problem in cache_entries.broken_records():
+        print(
+            f"(broken)\t-\t{path}\t{problem}, not a record: cache remove or the next download "
+            "replaces it"
+        )
     for path, size in stale:
         total += size
         print(f"(stale)\t{size:,}\t{path}\tleft by a download cut short; the next fetch removes it")

@@ -64,7 +64,10 @@ class Entry:
 
 
 def read_record(path):
-    """The ``Entry`` recorded for the cached file ``path`` (there or not), or ``None``."""
+    """The ``Entry`` recorded for the cached file ``path`` (there or not), or ``None`` (no
+    record, or one that cannot be read: ``record_problem``)."""
+    if record_problem(path):
+        return None
     try:
         with open(path + RECORD_SUFFIX, encoding="utf-8") as f:
             record = json.load(f)
@@ -76,6 +79,28 @@ def read_record(path):
 def read_entry(path):
     """The ``Entry`` of ``path`` when its record and the file (whatever it is) are there."""
     return read_record(path) if os.path.lexists(path) else None
+
+
+def record_problem(path):
+    """What keeps the record of the cached file ``path`` from being read (``"is a named
+    pipe"``, ``"is a directory"``), or ``None``: a reader that opened a pipe would wait for a
+    writer forever (``download``, ``cache list`` and ``cache remove`` all read records)."""
+    record = path + RECORD_SUFFIX
+    if os.path.isdir(record):
+        return "is a directory"
+    kind = files.special_kind(record)
+    return f"is a {kind}" if kind else None
+
+
+def broken_records():
+    """``[(record path, problem)]`` of the records that are no file to read."""
+    found = []
+    for directory in _entry_directories():
+        for name in _record_names(directory):
+            path = os.path.join(directory, name)
+            if problem := record_problem(path):
+                found.append((path + RECORD_SUFFIX, problem))
+    return found
 
 
 def write_record(entry):
@@ -110,9 +135,14 @@ def _entry_directories():
     return [d for d in found if os.path.isdir(d) and not os.path.islink(d)]
 
 
+def _record_names(directory):
+    """The names of the cached files an entry directory holds records of (``<name>.json``)."""
+    return [n[: -len(RECORD_SUFFIX)] for n in os.listdir(directory) if n.endswith(RECORD_SUFFIX)]
+
+
 def _records(directory):
-    """The ``Entry`` of each record in an entry directory."""
-    names = [n[: -len(RECORD_SUFFIX)] for n in os.listdir(directory) if n.endswith(RECORD_SUFFIX)]
+    """The ``Entry`` of each record in an entry directory that can be read."""
+    names = _record_names(directory)
     return [e for e in (read_record(os.path.join(directory, n)) for n in names) if e is not None]
 
 
@@ -158,8 +188,9 @@ def _remove_entry(directory):
     """Removes what the cache made in an entry directory (each file before its record,
     whatever it now is: a directory in its place only when empty), then the directory if that
     leaves it empty; returns whether it is gone."""
-    records = _records(directory)
-    own = [e.path for e in records] + [e.path + RECORD_SUFFIX for e in records]
+    # a file and its record are the cache's by their names, whatever the record holds or is
+    names = [os.path.join(directory, n) for n in _record_names(directory)]
+    own = names + [n + RECORD_SUFFIX for n in names]
     try:
         files.remove(os.path.join(directory, PARTIAL_NAME))  # the cache's, all of it
         for path in [*own, os.path.join(directory, LOCK_NAME)]:

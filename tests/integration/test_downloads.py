@@ -791,3 +791,63 @@ def test_an_options_file_of_another_architecture_is_not_kept(mirror, monkeypatch
     with pytest.raises(OptionsError, match=r"not the 'tiny' architecture .*; not kept\)$"):
         elmo_tf.ELMo.from_preset(NAME)
     assert _cached_files() == [] and mirror.requests[TINY_WEIGHTS] == 0
+
+
+class _Watchdog:
+    """Opens ``fifo`` for writing every ``seconds`` while a reader waits on it, so a
+    regression that opens the pipe fails the test instead of hanging it; ``fired`` says so."""
+
+    def __init__(self, fifo, seconds=5.0):
+        import threading
+
+        self.fifo, self.seconds, self.fired = fifo, seconds, False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self):
+        while not self.done.wait(self.seconds):
+            try:
+                descriptor = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # no reader (or no pipe): nothing waits on it
+                continue
+            self.fired = True
+            os.close(descriptor)
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        return self.fired
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_cache_record_replaced_by_no_file(mirror, capsys, monkeypatch, kind):
+    """A named pipe or a directory where a cached file's record was: never opened (download,
+    cache list and cache remove waited for a writer forever, offline too), listed as broken,
+    replaced by the next download and removed by cache remove."""
+    from support.special_files import special_file
+
+    elmo_tf.ELMo.from_preset(NAME)
+    (weights,) = [p for p in _cached_files() if p.endswith(".hdf5")]
+    record = weights + cache_entries.RECORD_SUFFIX
+    os.remove(record)
+    special_file(record, "fifo") if kind == "fifo" else os.mkdir(record)
+    watchdog = _Watchdog(record)
+    try:
+        monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
+        assert main(["cache", "list"]) == 0
+        listing = capsys.readouterr().out
+        shown = "is a named pipe" if kind == "fifo" else "is a directory"
+        assert f"(broken)\t-\t{record}\t{shown}, not a record" in listing
+        assert main(["download", NAME]) == 1  # offline: the record cannot vouch for the file
+        assert "ELMO_TF_OFFLINE" in capsys.readouterr().err
+        monkeypatch.delenv("ELMO_TF_OFFLINE")
+        assert main(["download", NAME]) == 0  # downloaded again, the record written anew
+        capsys.readouterr()
+        assert cache_entries.read_entry(weights) is not None and os.path.isfile(record)
+        special_file(record + ".x", "fifo")  # (the watchdog's pipe is gone with the record)
+        os.replace(record + ".x", record)
+        assert main(["cache", "remove", NAME]) == 0
+        assert not os.path.lexists(record) and not os.path.lexists(weights)
+    finally:
+        assert not watchdog.stop(), "a command opened the record's pipe and waited on it"
