@@ -7,6 +7,10 @@ from setuptools import find_packages, setup
 
 HERE = pathlib.Path(__file__).parent
 TENSORFLOW = "tensorflow>=2.21,<2.22"
+# What the [tensorflow] extra installs, and every extra that brings TensorFlow brings it all:
+# export saved-model writes TF Serving's warm-up records (PredictionLog protos), so a [hub],
+# [tflite] or [beam] install runs every command the [tensorflow] one does.
+TENSORFLOW_STACK = [TENSORFLOW, "tensorflow-serving-api>=2.21,<2.22"]
 VERSION = re.search(
     r'^__version__ = "([^"]+)"', (HERE / "elmo_tf" / "__init__.py").read_text(), re.M
 ).group(1)
@@ -39,18 +43,18 @@ setup(
     extras_require={
         # export saved-model writes TF Serving's warm-up records (PredictionLog protos); its
         # other requirements are TensorFlow's own (grpcio, protobuf)
-        "tensorflow": [TENSORFLOW, "tensorflow-serving-api>=2.21,<2.22"],
+        "tensorflow": TENSORFLOW_STACK,
         # elmo-tf serve / client: TF Serving's gRPC protos and stubs; REST on aiohttp's server
-        "serving": [
-            TENSORFLOW,
-            "grpcio>=1.85,<2",
-            "tensorflow-serving-api>=2.21,<2.22",
-            "aiohttp>=3.10,<4",
-        ],
+        "serving": [*TENSORFLOW_STACK, "grpcio>=1.85,<2", "aiohttp>=3.10,<4"],
         # hub.KerasLayer reuse needs Keras 2 (tf_keras) beside Keras 3
         # tensorflow_hub imports pkg_resources, which setuptools 81 removed
-        "hub": [TENSORFLOW, "tensorflow-hub>=0.16,<0.17", "tf-keras>=2.21,<2.22", "setuptools<81"],
-        "tflite": [TENSORFLOW, "ai-edge-litert>=2.3,<3"],
+        "hub": [
+            *TENSORFLOW_STACK,
+            "tensorflow-hub>=0.16,<0.17",
+            "tf-keras>=2.21,<2.22",
+            "setuptools<81",
+        ],
+        "tflite": [*TENSORFLOW_STACK, "ai-edge-litert>=2.3,<3"],
         # elmo-tf export onnx (tf2onnx, onnx; the export runs TensorFlow: [tensorflow]) and
         # running its file (onnxruntime alone, no TensorFlow). 1.24.1: the first ONNX Runtime
         # that refuses a file whose weights name data outside its directory
@@ -63,14 +67,18 @@ setup(
         "torch": ["torch>=2.6,<3"],
         # python -m elmo_tf.beam and elmo_tf.beam's model handlers. google-crc32c: the
         # TFRecord checksums in C (Beam's WriteToTFRecord fails without a CRC32C library).
-        "beam": [TENSORFLOW, "apache-beam>=2.77,<2.78", "pyarrow>=14", "google-crc32c>=1.5,<2"],
+        "beam": [
+            *TENSORFLOW_STACK,
+            "apache-beam>=2.77,<2.78",
+            "pyarrow>=14",
+            "google-crc32c>=1.5,<2",
+        ],
         "dev": [
-            TENSORFLOW,
+            *TENSORFLOW_STACK,
             "pytest>=8,<10",
             "pytest-xdist>=3.6,<4",  # the suite runs on two workers (pyproject.toml)
             "ruff==0.17.6",  # lint and format; pinned so CI and developers agree
             "grpcio>=1.85,<2",
-            "tensorflow-serving-api>=2.21,<2.22",
             "aiohttp>=3.10,<4",
             "tensorflow-hub>=0.16,<0.17",
             "tf-keras>=2.21,<2.22",

@@ -15,7 +15,8 @@ DISTRIBUTION = "elmo-tf"
 
 # extra -> the modules it installs that elmo-tf imports
 EXTRAS = {
-    "tensorflow": ("tensorflow",),
+    # export saved-model's warm-up records are TF Serving's PredictionLog protos
+    "tensorflow": ("tensorflow", "tensorflow_serving"),
     "serving": ("grpc", "tensorflow_serving", "aiohttp"),
     "tflite": ("ai_edge_litert",),
     # running an ONNX export needs onnxruntime alone; exporting, the converter too

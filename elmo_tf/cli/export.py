@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from elmo_tf import files
+from elmo_tf import extras, files
 from elmo_tf.cli.common import (
     CommandError,
     check_output_directory,
@@ -154,6 +154,8 @@ def _add_onnx_parser(formats):
 
 
 def run_saved_model(args):
+    if args.warmup_requests:  # TF Serving's protos, from [tensorflow] (a [hub] install lacked them)
+        extras.require("tensorflow", "elmo-tf export saved-model", modules=("tensorflow_serving",))
     try:  # the model's own check of its settings, before TensorFlow starts
         check_settings(l2_coefficient=args.l2_coefficient, dropout=args.dropout)
     except ValueError as e:

@@ -26,7 +26,7 @@ try:  # private; without it an export traces every function twice (see save_cont
 except ImportError:  # pragma: no cover
     _tf_save_context = None
 
-from elmo_tf import files
+from elmo_tf import extras, files
 from elmo_tf.export.saved_model_module import ElmoModule
 from elmo_tf.export.saved_model_warmup import write_warmup_requests
 from elmo_tf.export.versions import version_directory
@@ -38,8 +38,11 @@ def export_saved_model(
 ):
     """Writes ``model`` (an ``ELMo``) as ``outdir/version/``; returns that path.
 
-    ``warmup_requests``: write TF Serving's warm-up records, one request per signature.
+    ``warmup_requests``: write TF Serving's warm-up records, one request per signature (they
+    need the ``tensorflow_serving`` module of the [tensorflow] extra, checked before any work).
     """
+    if warmup_requests:
+        extras.require("tensorflow", "a SavedModel's warm-up records", ("tensorflow_serving",))
     os.makedirs(outdir, exist_ok=True)
     version, target = version_directory(outdir, version)
     # Traced with the layout that runs best across CPUs: the graph runs where it is served.

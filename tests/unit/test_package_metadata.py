@@ -36,3 +36,12 @@ def test_tensorflow_is_an_extra():
     with_tensorflow = sorted(e for e, r in setup.extras_require.items() if "tensorflow" in names(r))
     assert with_tensorflow == ["beam", "dev", "hub", "serving", "tensorflow", "tflite"]
     assert "tensorflow" not in names(setup.extras_require["torch"] + setup.extras_require["jax"])
+    # and an extra that brings TensorFlow brings all of [tensorflow], so that it runs every
+    # command a [tensorflow] install runs (a [hub] install could not export a SavedModel: its
+    # warm-up records need TF Serving's protos)
+    stack = set(setup.extras_require["tensorflow"])
+    for extra in with_tensorflow:
+        assert stack <= set(setup.extras_require[extra]), extra
+    # the modules elmo_tf checks for the [tensorflow] extra are what it installs
+    assert extras.EXTRAS["tensorflow"] == ("tensorflow", "tensorflow_serving")
+    assert names(stack) == {"tensorflow", "tensorflow-serving-api"}
