@@ -78,6 +78,7 @@ setup(
             "pytest>=8,<10",
             "pytest-xdist>=3.6,<4",  # the suite runs on two workers (pyproject.toml)
             "ruff==0.17.6",  # lint and format; pinned so CI and developers agree
+            "build>=1.2,<2",  # the release artefacts (tests/integration/test_distribution.py)
             "grpcio>=1.85,<2",
             "aiohttp>=3.10,<4",
             "tensorflow-hub>=0.16,<0.17",
