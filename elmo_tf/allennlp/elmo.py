@@ -107,6 +107,12 @@ class Elmo(torch.nn.Module):
                 f"vocab_to_cache must be a list of tokens, got one string "
                 f'({checks.shown(vocab_to_cache)}); e.g. ["<S>", "</S>", "the", ...]'
             )
+        if vocab_to_cache is not None and not isinstance(vocab_to_cache, list | tuple):
+            # a word's index is its place in the list: a set has none, a generator is read once
+            raise TypeError(
+                "vocab_to_cache must be a list of tokens (a word's index in word_inputs is its "
+                f"place in the list), got {type(vocab_to_cache).__name__}"
+            )
         for name, value in [("options_file", options_file), ("weight_file", weight_file)]:
             if not isinstance(value, str | os.PathLike):
                 raise TypeError(
@@ -167,6 +173,11 @@ class Elmo(torch.nn.Module):
                 f"got {type(inputs).__name__}"
             )
         char_ids = torch.as_tensor(inputs)
+        if char_ids.dtype == torch.bfloat16:  # 8 bits of mantissa: 257, 259, 261 are not there
+            raise TypeError(
+                "inputs must be character ids (batch, timesteps, 50) (batch_to_ids makes them), "
+                "got bfloat16, which cannot hold ids above 256 exactly: pass integers"
+            )
         if char_ids.dim() < 3:
             raise ValueError(
                 "inputs must be character ids (batch, timesteps, 50) (batch_to_ids makes them), "

@@ -379,6 +379,31 @@ def test_vocab_to_cache_that_is_one_string_is_refused():
         Elmo(OPTIONS, WEIGHTS, 1, vocab_to_cache="abc")
 
 
+@pytest.mark.parametrize(
+    "vocab", [{"a", "b"}, (w for w in ["a", "b"]), {"a": 0}], ids=["set", "generator", "dict"]
+)
+def test_vocab_to_cache_without_an_order_is_refused_in_one_line(vocab):
+    """A word's index is its place in the list: a set or a dict has no place to give, a
+    generator is read once (they raised bare TypeErrors from deep in the cache)."""
+    with pytest.raises(TypeError, match=r"vocab_to_cache must be a list of tokens \(a word's"):
+        Elmo(OPTIONS, WEIGHTS, 1, vocab_to_cache=vocab)
+
+
+def test_bfloat16_ids_are_refused_in_one_line():
+    """bfloat16 holds 8 bits of mantissa: ids 257 to 261 are not there (it raised "Got
+    unsupported ScalarType BFloat16"); float16 and float32 ids stay accepted."""
+    ids = batch_to_ids([["<S>", "a"]])
+    elmo = Elmo(OPTIONS, WEIGHTS, 1)
+    with pytest.raises(TypeError, match="got bfloat16, which cannot hold ids above 256 exactly"):
+        elmo(ids.to(torch.bfloat16))
+    with torch.no_grad():
+        expected = elmo(ids)["elmo_representations"][0].numpy()
+        for dtype in (torch.float16, torch.float32):
+            elmo.reset_states()
+            got = elmo(ids.to(dtype))["elmo_representations"][0].numpy()
+            np.testing.assert_array_equal(got, expected)
+
+
 @pytest.mark.parametrize("shape", [(2, 0, 50), (0, 0, 50), (3, 2, 0, 50)])
 def test_a_batch_of_empty_sentences_gives_empty_representations(shape):
     # backends.md: batch_to_ids of empty sentences gives (batch, 0, 50); the reshape to
