@@ -17,7 +17,7 @@ from elmo_tf.models.settings import check_fine_tune
 
 # What the layer reads: whitespace-tokenised sentences (split in the graph: TensorFlow only), or
 # character ids (B, T, 50) as elmo_tf.batch_to_ids makes them (every backend).
-INPUT_FORMATS = ("sentences", "char_ids")
+INPUT_FORMATS = ("sentences", "tokens", "char_ids")
 
 # What an elmo_config (a SavedModel's elmo_config(), a .keras file's layer config) must hold.
 ELMO_CONFIG_KEYS = (
@@ -54,7 +54,8 @@ class ElmoLayer(keras.layers.Layer):
         fine_tune: which weights train: ``"mix"`` (ScalarMix weights and gamma), ``"all"``, or
             ``"none"``; default: what the SavedModel was exported with.
         dropout: dropout on ``elmo`` during training; default: the exported rate.
-        inputs: ``"sentences"`` (default; TensorFlow only) or ``"char_ids"``.
+        inputs: ``"sentences"`` (default; TensorFlow only), ``"tokens"`` (TF Hub's
+            ``tokens`` signature: TensorFlow only) or ``"char_ids"``.
         elmo_config: the model description (set by ``get_config``; leave unset).
 
     Call arguments:
@@ -63,8 +64,10 @@ class ElmoLayer(keras.layers.Layer):
             array of ``str``/``bytes``/``object``. (In ``fit``/``predict``, Keras 3's own input
             handling rejects Python lists and NumPy ``str`` arrays for every model; pass
             ``np.array(texts, dtype=object)``, ``tf.constant(texts)`` or a
-            ``tf.data.Dataset``.) With ``inputs="char_ids"``, int ``(B, T, 50)`` character
-            ids (``elmo_tf.batch_to_ids``).
+            ``tf.data.Dataset``.) With ``inputs="tokens"``, a dict of ``"tokens"``, string
+            ``(B, T)`` padded with ``""``, and ``"sequence_len"``, int32 ``(B,)`` (TF Hub's
+            ``tokens`` signature), or the pair ``(tokens, sequence_len)``. With
+            ``inputs="char_ids"``, int ``(B, T, 50)`` character ids (``elmo_tf.batch_to_ids``).
         training: enables dropout.
 
     Example:
@@ -92,9 +95,9 @@ class ElmoLayer(keras.layers.Layer):
             fine_tune = check_fine_tune(fine_tune)
         if inputs not in INPUT_FORMATS:
             raise ValueError(f"inputs must be one of {INPUT_FORMATS}, got {inputs!r}")
-        if inputs == "sentences":
+        if inputs in ("sentences", "tokens"):
             backend.require_tensorflow(
-                'ElmoLayer on sentence strings (inputs="sentences"; inputs="char_ids" with '
+                f'ElmoLayer on strings (inputs="{inputs}"; inputs="char_ids" with '
                 "elmo_tf.batch_to_ids runs on every backend)"
             )
         if (saved_model is None) == (elmo_config is None):
@@ -201,6 +204,8 @@ class ElmoLayer(keras.layers.Layer):
             inputs = host_char_ids(inputs)
             if is_host_array(inputs):
                 check_char_ids(inputs, self.elmo.config)
+        if self.inputs == "tokens":
+            inputs = _tokens_inputs(inputs)
         # Keras passes only tensors positionally: make Python and NumPy strings one.
         if self.inputs == "sentences" and (
             isinstance(inputs, (list, tuple))
@@ -214,23 +219,33 @@ class ElmoLayer(keras.layers.Layer):
     def call(self, inputs, training=None):
         if self.inputs == "char_ids":
             return self.elmo(inputs, training=training)[self.output_key]
-        # lazy: sentence strings are TensorFlow's (the graph splits them)
+        # lazy: strings are TensorFlow's (the graph splits and maps them)
         import tensorflow as tf
 
-        from elmo_tf.export.saved_model_module import split_sentences, tokens_to_model_ids
+        from elmo_tf.export import saved_model_module as module
 
+        if self.inputs == "tokens":
+            ids = module.checked_tokens_to_model_ids(inputs["tokens"], inputs["sequence_len"])
+            return self.elmo(ids, training=training)[self.output_key]
+        split_sentences, tokens_to_model_ids = module.split_sentences, module.tokens_to_model_ids
         sentences = tf.reshape(inputs, [-1])
         tokens, lengths = split_sentences(sentences)
         outputs = self.elmo(tokens_to_model_ids(tokens, lengths), training=training)
         return outputs[self.output_key]
 
     def compute_output_shape(self, input_shape):
+        if self.inputs == "tokens":
+            batch, length = tuple(input_shape["tokens"])[:2]
+            return self.elmo.output_shapes(batch, length)[self.output_key]
         length = input_shape[1] if self.inputs == "char_ids" else None
         return self.elmo.output_shapes(input_shape[0], length)[self.output_key]
 
     def compute_output_spec(self, inputs, training=None):
         dtype = "int32" if self.output_key == "sequence_len" else self.compute_dtype
-        return keras.KerasTensor(self.compute_output_shape(inputs.shape), dtype=dtype)
+        shape = (
+            {k: v.shape for k, v in inputs.items()} if isinstance(inputs, dict) else inputs.shape
+        )
+        return keras.KerasTensor(self.compute_output_shape(shape), dtype=dtype)
 
     def get_config(self):
         config = super().get_config()
@@ -258,6 +273,26 @@ class ElmoLayer(keras.layers.Layer):
         if not isinstance(config.get("elmo_config"), dict):
             raise ValueError("an ElmoLayer config needs its elmo_config (a dict)")
         return cls(**config)
+
+
+def _tokens_inputs(inputs):
+    """``inputs="tokens"``'s call input as ``{"tokens", "sequence_len"}`` (a dict, or the pair
+    as TF Hub's signature orders it), Python and NumPy values made tensors."""
+    if isinstance(inputs, (list, tuple)) and len(inputs) == 2:
+        inputs = {"tokens": inputs[0], "sequence_len": inputs[1]}
+    if not isinstance(inputs, dict) or set(inputs) != {"tokens", "sequence_len"}:
+        raise ValueError(
+            'ElmoLayer(inputs="tokens") takes {"tokens": (B, T) strings, "sequence_len": (B,) '
+            f"int32}} or the pair (tokens, sequence_len), got {type(inputs).__name__}"
+        )
+    import tensorflow as tf  # lazy: strings are TensorFlow's
+
+    tokens, lengths = inputs["tokens"], inputs["sequence_len"]
+    if isinstance(tokens, (list, tuple, np.ndarray)):
+        tokens = tf.constant(np.asarray(tokens, dtype=object), dtype=tf.string)
+    if isinstance(lengths, (list, tuple, np.ndarray)):
+        lengths = tf.constant(np.asarray(lengths), dtype=tf.int32)
+    return {"tokens": tokens, "sequence_len": lengths}
 
 
 def model_config(model, fine_tune):

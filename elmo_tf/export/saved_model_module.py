@@ -61,6 +61,26 @@ def split_sentences(sentences):
     return tokens.to_tensor(""), tf.cast(tokens.row_lengths(), tf.int32)
 
 
+def checked_tokens_to_model_ids(tokens, sequence_len):
+    """``tokens_to_model_ids`` of the ``tokens`` signature's inputs (TF Hub's: string ``[batch,
+    max_len]`` and int32 ``[batch]``), after checking that ``sequence_len`` has one entry per
+    row, none negative, none past its row (an InvalidArgumentError naming the input)."""
+    max_len = tf.shape(tokens)[1]
+    checks = [
+        tf.debugging.assert_equal(
+            tf.shape(sequence_len)[0],
+            tf.shape(tokens)[0],
+            message="sequence_len must have one entry per row of tokens",
+        ),
+        tf.debugging.assert_non_negative(sequence_len, message="sequence_len must not be negative"),
+        tf.debugging.assert_less_equal(
+            sequence_len, max_len, message="sequence_len is longer than its row of tokens"
+        ),
+    ]
+    with tf.control_dependencies(checks):
+        return tokens_to_model_ids(tokens, sequence_len)
+
+
 def tokens_to_model_ids(tokens, sequence_len):
     """Character ids ``[batch, T, 50]`` for padded string tokens and their row lengths."""
     mask = tf.sequence_mask(sequence_len, maxlen=tf.shape(tokens)[1])
@@ -158,23 +178,7 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
         return self._run(tokens_to_model_ids(tokens, lengths))
 
     def _tokens(self, tokens, sequence_len):
-        max_len = tf.shape(tokens)[1]
-        checks = [
-            tf.debugging.assert_equal(
-                tf.shape(sequence_len)[0],
-                tf.shape(tokens)[0],
-                message="sequence_len must have one entry per row of tokens",
-            ),
-            tf.debugging.assert_non_negative(
-                sequence_len, message="sequence_len must not be negative"
-            ),
-            tf.debugging.assert_less_equal(
-                sequence_len, max_len, message="sequence_len is longer than its row of tokens"
-            ),
-        ]
-        with tf.control_dependencies(checks):
-            ids = tokens_to_model_ids(tokens, sequence_len)
-        return self._run(ids)
+        return self._run(checked_tokens_to_model_ids(tokens, sequence_len))
 
     def _char_ids(self, char_ids):
         checks = [

@@ -369,3 +369,34 @@ def test_elmo_layer_fine_tunes_the_whole_bilm_in_a_sequential_model(exported):
     history = sequential.fit(dataset, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
     assert np.abs(layer.elmo.bilstm.weights[0].numpy() - before).max() > 0
+
+
+@pytest.mark.numerics
+def test_elmo_layer_takes_the_tokens_signatures_inputs(exported, loaded):
+    """``inputs="tokens"``: the ``tokens`` signature's inputs, by name or as the pair, give
+    its outputs; a functional model on them fits (TF Hub cannot train through a signature)."""
+    _, path = exported
+    tokens = [["the", "cat", "sat"], ["hello", "", ""], ["a", "", ""]]
+    lengths = [3, 1, 0]
+    expected = loaded.signatures["tokens"](
+        tokens=tf.constant(tokens), sequence_len=tf.constant(lengths)
+    )
+    layer = elmo_tf.ElmoLayer(path, output_key="elmo", inputs="tokens")
+    assert_reordered(layer({"tokens": tokens, "sequence_len": lengths}), expected["elmo"])
+    assert_reordered(layer((np.array(tokens, dtype=object), np.array(lengths))), expected["elmo"])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="sequence_len is longer than"):
+        layer({"tokens": tokens, "sequence_len": [4, 1, 0]})
+    with pytest.raises(ValueError, match='inputs="tokens"\\) takes \\{"tokens"'):
+        layer({"tokens": tokens})
+
+    inputs = {
+        "tokens": keras.Input(shape=(None,), dtype="string", name="tokens"),
+        "sequence_len": keras.Input(shape=(), dtype="int32", name="sequence_len"),
+    }
+    head = elmo_tf.ElmoLayer(path, output_key="default", inputs="tokens")
+    model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(head(inputs)))
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="sparse_categorical_crossentropy")
+    data = {"tokens": tf.constant(tokens), "sequence_len": tf.constant(lengths)}
+    mix = head.elmo.scalar_mixes[0].scalar_weights.numpy().copy()
+    model.fit(data, np.array([1, 0, 1]), epochs=2, verbose=0)
+    assert np.abs(head.elmo.scalar_mixes[0].scalar_weights.numpy() - mix).max() > 1e-3
