@@ -87,10 +87,8 @@ def _list():
         total += entry.size
         print(f"{name}\t{entry.size:,}\t{entry.path}\t{entry.url}")
     for path, problem in cache_entries.broken_records():
-        print(
-            f"(broken)\t-\t{path}\t{problem}, not a record: cache remove or the next download "
-            "replaces it"
-        )
+        fix = "" if problem.startswith("cannot") else ", not a record: cache remove or the next "
+        print(f"(broken)\t-\t{path}\t{problem}{fix and fix + 'download replaces it'}")
     for path, size in stale:
         total += size
         print(f"(stale)\t{size:,}\t{path}\tleft by a download cut short; the next fetch removes it")

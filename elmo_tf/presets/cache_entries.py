@@ -88,8 +88,11 @@ def record_problem(path):
     record = path + RECORD_SUFFIX
     if os.path.isdir(record):
         return "is a directory"
-    kind = files.special_kind(record)
-    return f"is a {kind}" if kind else None
+    if kind := files.special_kind(record):
+        return f"is a {kind}"
+    if os.path.lexists(record) and not os.access(record, os.R_OK):
+        return "cannot be read (Permission denied: another user's cache?)"
+    return None
 
 
 def broken_records():

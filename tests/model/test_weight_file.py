@@ -421,15 +421,6 @@ def test_weight_file_faults_are_one_line_naming_the_file(tiny_model, tmp_path):
         assert str(info.value).startswith(f"{path}: ") and "\n" not in str(info.value), path
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file anyway")
-def test_unreadable_weight_file(tiny_model, tmp_path):
-    path = tmp_path / "weights.hdf5"
-    path.write_bytes((TINY / "weights.hdf5").read_bytes())
-    path.chmod(0)
-    with pytest.raises(WeightFileError, match="cannot read weight file \\(Permission denied\\)"):
-        elmo_tf.load_weights(tiny_model, path)
-
-
 def test_load_pretrained_passes_size_limits(tiny_files):
     with pytest.raises(
         elmo_tf.errors.OptionsError, match="'lstm.dim' is 32, above the dimension limit of 31"

@@ -341,14 +341,6 @@ def test_options_file_faults_are_one_line_naming_the_file(tmp_path):
         assert text.startswith(f"{path}: ") and "\n" not in text, name
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file anyway")
-def test_unreadable_options_file(tmp_path):
-    path = _write(tmp_path, _tiny_options())
-    path.chmod(0)
-    with pytest.raises(OptionsError, match="cannot read options file \\(Permission denied\\)"):
-        ElmoConfig.from_file(path)
-
-
 def test_byte_order_mark_is_accepted(tmp_path):
     path = tmp_path / "bom.json"
     path.write_bytes(b"\xef\xbb\xbf" + (TINY / "options.json").read_bytes())
