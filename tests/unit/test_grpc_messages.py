@@ -1,13 +1,18 @@
 """gRPC's messages in process, without a server: a ``TensorProto``'s values in a field that
-TensorFlow ignores are refused."""
+TensorFlow ignores are refused, and the RPCs the server does not serve answer UNIMPLEMENTED
+without a traceback in its log."""
+
+import logging
 
 import grpc
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2, types_pb2
+from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
 from elmo_tf.serving.errors import ServingError
+from elmo_tf.serving.grpc_api import ModelServicer, PredictionServicer
 from elmo_tf.serving.tensors import from_tensor_proto
 
 INT32, STRING = types_pb2.DT_INT32, types_pb2.DT_STRING
@@ -56,3 +61,38 @@ def test_values_in_the_field_tensorflow_reads_are_taken():
         np.testing.assert_array_equal(from_tensor_proto(proto, "char_ids", INT32), ids)
     strings = from_tensor_proto(_proto(STRING, [2], string_val=[b"a", b"b"]), "sentences", STRING)
     assert strings.tolist() == [b"a", b"b"]
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _Context:
+    """A servicer context's ``abort``: records the status and raises, as gRPC's does."""
+
+    def abort(self, code, details):
+        self.code, self.details = code, details
+        raise _Aborted
+
+
+@pytest.mark.parametrize(
+    ("servicer", "base"),
+    [
+        (PredictionServicer, prediction_service_pb2_grpc.PredictionServiceServicer),
+        (ModelServicer, model_service_pb2_grpc.ModelServiceServicer),
+    ],
+    ids=["PredictionService", "ModelService"],
+)
+def test_every_rpc_of_the_services_answers_without_a_traceback(servicer, base, caplog):
+    """The generated servicers answer an RPC they lack with ``NotImplementedError``, which gRPC
+    logs with a 7-line traceback per call: each is answered UNIMPLEMENTED through ``abort``."""
+    methods = [name for name in vars(base) if not name.startswith("_")]
+    assert methods and all(getattr(servicer, name) is not getattr(base, name) for name in methods)
+    served = {"Predict", "GetModelMetadata", "GetModelStatus"}
+    for name in sorted(set(methods) - served):
+        context = _Context()
+        with caplog.at_level(logging.DEBUG), pytest.raises(_Aborted):
+            getattr(servicer(server=None), name)(None, context)
+        assert context.code == grpc.StatusCode.UNIMPLEMENTED
+        assert context.details.startswith(f"{name} is not served"), context.details
+    assert not caplog.records
