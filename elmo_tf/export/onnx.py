@@ -59,9 +59,12 @@ def session(path, threads=None, providers=None):
     path = os.fspath(path)
     untrusted_files.check_readable(path, "ONNX file", ModelFileError)
     options = onnxruntime.SessionOptions()
-    # ONNX Runtime's warnings (a declared shape it cannot merge, ...) are coloured C++ lines on
-    # fd 2 before check_contract can name the file's fault in one line; its errors still pass.
-    options.log_severity_level = 3
+    # ONNX Runtime logs a file's faults as coloured C++ lines on fd 2 while it loads it: a
+    # warning (a declared shape it cannot merge) before check_contract names the fault in one
+    # line, an error (weights whose external data is a pipe, a directory, or past its file's
+    # end) before the exception this function turns into that line. Only its fatal lines pass;
+    # every error reaches the caller as an exception.
+    options.log_severity_level = 4
     if threads is not None:
         options.intra_op_num_threads = threads
     if providers is None and onnxruntime.get_device() != "CPU":

@@ -7,6 +7,7 @@ import re
 import onnx
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+from support.special_files import special_file
 
 from elmo_tf.cli.main import main
 from elmo_tf.errors import ExportError
@@ -211,6 +212,32 @@ def test_embed_onnx_user_errors_exit_1(tmp_path, capsys):
     assert f"{model}: is an input file" in capsys.readouterr().err
     assert model.read_bytes() == before
     assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "past its end"])
+def test_onnx_runtime_logs_nothing_of_a_file_it_cannot_load(tmp_path, kind, capfd):
+    """A weight whose external data is a named pipe, a directory, or at an offset past its
+    file's end: only our line on stderr (ONNX Runtime printed a coloured ``[E:onnxruntime:...]``
+    line of its own before it)."""
+    data = tmp_path / "data.bin"
+    if kind == "fifo":
+        special_file(data, "fifo")
+    elif kind == "directory":
+        data.mkdir()
+    else:
+        data.write_bytes(bytes(16))
+    weight = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[4])
+    weight.data_location = onnx.TensorProto.EXTERNAL
+    offset = str(10**12) if kind == "past its end" else "0"
+    for key, value in {"location": "data.bin", "offset": offset, "length": "16"}.items():
+        weight.external_data.add(key=key, value=value)
+    model = _identity_model(tmp_path / "m.onnx", initializer=weight)
+    sentences = tmp_path / "in.txt"
+    sentences.write_text("Hello world\n", encoding="utf-8")
+    capfd.readouterr()
+    assert main(["embed", str(sentences), str(tmp_path / "out.hdf5"), "--onnx", str(model)]) == 1
+    (line,) = capfd.readouterr().err.splitlines()
+    assert line.startswith(f"elmo-tf embed: error: {model}: ONNX Runtime cannot load it ("), line
 
 
 def _graph(inputs):
