@@ -255,7 +255,7 @@ def options_metadata(path):
     (field 14: ``key`` 1, ``value`` 2; the last of a repeated field wins, as protobuf reads).
     """
     with open(path, "rb") as f:
-        return _options_entries(f, os.fstat(f.fileno()).st_size, path)
+        return options_metadata_of(f, os.fstat(f.fileno()).st_size, path)
 
 
 # ModelProto.metadata_props and its StringStringEntryProto's fields (onnx.proto).
@@ -273,9 +273,9 @@ class _Malformed(Exception):
     """The bytes are not a protobuf message of the shape the walker reads."""
 
 
-def _options_entries(f, size, source):
-    """The values of the ``elmo_tf.options`` entries of the serialized ``ModelProto`` of
-    ``size`` bytes in the binary file ``f`` (``options_metadata``)."""
+def options_metadata_of(f, size, source):
+    """``options_metadata`` of the serialized ``ModelProto`` of ``size`` bytes in the binary
+    file ``f`` (from its start), its errors naming ``source``."""
     values = []
     wanted = OPTIONS_KEY.encode("utf-8")
     try:

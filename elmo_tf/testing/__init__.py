@@ -6,5 +6,6 @@ the installed package: no ``sys.path`` edits).
 ``processes``       a server in a child process; its CPU, memory, threads; tables
 ``sotu_text``       the State of the Union text split and tokenised as for the bundled model
 ``onnx_stand_in``   ONNX files shaped like an export (input, outputs, metadata), no TensorFlow
+``signatures``      the SavedModel export's signatures as ``SignatureSpec``s, without exporting
 ==================  ==============================================================
 """
