@@ -22,7 +22,7 @@ import numpy as np
 from elmo_tf import characters, extras, untrusted_files
 from elmo_tf.checks import shown
 from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import ModelFileError
+from elmo_tf.errors import ModelFileError, OptionsError
 from elmo_tf.models.length_batches import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_BATCH_TOKENS,
@@ -177,7 +177,10 @@ def read_options(values, source):
             f"{where} is larger than {MAX_OPTIONS_BYTES} bytes, not an options.json"
         )
     options = untrusted_files.parse_json(data, where, "options.json", ModelFileError)
-    return ElmoConfig.from_options(options, source=where)
+    try:
+        return ElmoConfig.from_options(options, source=where)
+    except OptionsError as e:  # the file is the fault: one class for all of its faults
+        raise ModelFileError(str(e)) from None
 
 
 def _expected_shapes(config, batch="batch", time="time"):

@@ -427,3 +427,19 @@ def test_metadata_that_cannot_be_walked_is_one_line(tmp_path, data, message):
         match="^" + re.escape(f"{path}: its metadata cannot be read ({message}); not an ELMo"),
     ):
         options_metadata(path)
+
+
+def test_an_options_fault_of_the_metadata_is_a_model_file_error(tmp_path):
+    # Found by fuzz/onnx_contract.py: a misspelt key in the metadata raised OptionsError, where
+    # every other fault of the file (its JSON included) is a ModelFileError.
+    options = stand_in_options()
+    options["char_cnn"]["max_characters_peok_rten"] = options["char_cnn"].pop(
+        "max_characters_per_token"
+    )
+    path = _stand_in(tmp_path / "m.onnx", metadata=[("elmo_tf.options", json.dumps(options))])
+    message = (
+        f"{path}: its elmo_tf.options metadata: 'char_cnn.max_characters_peok_rten' is not a key "
+        "of the options format; did you mean 'char_cnn.max_characters_per_token'?"
+    )
+    with pytest.raises(ModelFileError, match="^" + re.escape(message)):
+        OnnxModel(path)
