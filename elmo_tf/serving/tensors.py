@@ -60,6 +60,10 @@ def from_tensor_proto(proto, alias, dtype_enum, check_shape=None):
         raise invalid_argument(f"input '{alias}' is a malformed TensorProto: {e}") from None
     if list(array.shape) != shape:  # make_ndarray repeats a short value list; refuse a long one
         raise invalid_argument(f"input '{alias}' holds values that do not fit its shape {shape}")
+    if proto.dtype == types_pb2.DT_STRING and not proto.string_val and array.size:
+        # make_ndarray fills a string tensor of no values with "" (text): empty bytes, as the
+        # values of every other string tensor are
+        array = np.full(array.shape, b"", dtype=object)
     return array
 
 

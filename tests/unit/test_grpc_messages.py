@@ -96,3 +96,13 @@ def test_every_rpc_of_the_services_answers_without_a_traceback(servicer, base, c
         assert context.code == grpc.StatusCode.UNIMPLEMENTED
         assert context.details.startswith(f"{name} is not served"), context.details
     assert not caplog.records
+
+
+def test_a_string_tensor_of_no_values_is_empty_bytes():
+    # Found by fuzz/tensor_proto.py: sentences declared [32] with no string_val came back as 32
+    # empty str (TensorFlow's padding), where every other string tensor holds bytes.
+    data = b"\x08\x07\x12\x04\x12\x02\x08\x20mxse\x02Hi"  # the input, less the target's byte
+    proto = tensor_pb2.TensorProto.FromString(data)
+    array = from_tensor_proto(proto, "sentences", STRING)
+    assert array.shape == (32,) and array.dtype == object
+    assert all(type(value) is bytes and value == b"" for value in array.flat)
