@@ -16,6 +16,7 @@ onnxruntime and numpy only.
 """
 
 import os
+import types
 
 import numpy as np
 
@@ -102,15 +103,35 @@ def check_contract(runner, source="the ONNX model", options=None):
     ``lstm_outputsL``) and whose ``lstm.projection_dim`` P is the width of ``word_emb``
     and 2P that of the others, where the graph declares a width (``check_outputs`` checks the
     outputs of each run). ``embed --onnx --all`` stacks the layers the metadata names: a file
-    whose metadata names fewer drops the others without a word."""
-    inputs, outputs = runner.get_inputs(), runner.get_outputs()
+    whose metadata names fewer drops the others without a word.
+
+    ONNX Runtime turns every name (and the metadata map) into Python text as it is read: a
+    name that is not UTF-8 raised ``UnicodeDecodeError`` there, now a ``ModelFileError``."""
+    try:
+        inputs, outputs = _node_args(runner.get_inputs()), _node_args(runner.get_outputs())
+    except UnicodeDecodeError as e:
+        raise ModelFileError(
+            f"{source}: not an ELMo export: a name of its inputs or outputs is not UTF-8 text ({e})"
+        ) from None
     _check_graph(inputs, outputs, source)
     if options is None:
-        metadata = runner.get_modelmeta().custom_metadata_map
+        try:
+            metadata = runner.get_modelmeta().custom_metadata_map
+        except UnicodeDecodeError as e:
+            raise ModelFileError(
+                f"{source}: ONNX Runtime cannot show its metadata, a key or value of which is "
+                f"not UTF-8 text ({e}); give the file's path to read it"
+            ) from None
         options = [metadata[OPTIONS_KEY]] if OPTIONS_KEY in metadata else []
     config = read_options(options, source)
     _check_graph_agrees(config, outputs, source)
     return config
+
+
+def _node_args(node_args):
+    """ONNX Runtime's ``NodeArg``s (or their stand-ins) as plain ``(name, type, shape)``
+    records, each read once."""
+    return [types.SimpleNamespace(name=a.name, type=a.type, shape=a.shape) for a in node_args]
 
 
 def _check_graph(inputs, outputs, source):

@@ -443,3 +443,28 @@ def test_an_options_fault_of_the_metadata_is_a_model_file_error(tmp_path):
     )
     with pytest.raises(ModelFileError, match="^" + re.escape(message)):
         OnnxModel(path)
+
+
+def test_names_and_metadata_that_are_not_utf8_are_one_line(tmp_path):
+    """ONNX Runtime turns each name, metadata key and value into text as it is read: an output
+    name (or the input's) that is not UTF-8 raised ``UnicodeDecodeError`` from ``OnnxModel``
+    and ``embed --onnx``, a metadata value from ``run_onnx`` on a session (found while fixing
+    the ONNX fuzz target, whose stand-in session now decodes as ONNX Runtime does)."""
+    data = stand_in_model(
+        metadata=[("elmo_tf.options", json.dumps(stand_in_options())), ("note", "XX")]
+    ).SerializeToString()
+    named = tmp_path / "named.onnx"  # "sequence_len" of the same length, two bytes not UTF-8
+    named.write_bytes(data.replace(b"sequence_len", b"sequence\xff\xfeen"))
+    message = f"{named}: not an ELMo export: a name of its inputs or outputs is not UTF-8 text"
+    with pytest.raises(ModelFileError, match="^" + re.escape(message)):
+        OnnxModel(named)
+    noted = tmp_path / "noted.onnx"
+    noted.write_bytes(data.replace(b"XX", b"\xff\xfe"))
+    assert OnnxModel(noted).config.n_lstm_layers == 2  # the file's own entries: read as bytes
+    ids = np.ones([1, 2, 50], np.int32)
+    with pytest.raises(
+        ModelFileError,
+        match="^" + re.escape("the ONNX model: ONNX Runtime cannot show its metadata, a key or"),
+    ):
+        run_onnx(onnxruntime.InferenceSession(str(noted)), ids)
+    assert run_onnx(noted, ids)["elmo"].shape == (1, 2, 32)
