@@ -67,21 +67,25 @@ class _NodeArg:
     def __init__(self, value):
         self._name = value.name
         kind = value.type.WhichOneof("value")
-        self.type, self.shape = str(kind), []
+        self.type, self._dims = str(kind), []
         if kind == "tensor_type":
             tensor = value.type.tensor_type
             known = tensor.elem_type in _ELEMENTS
             name = onnx.TensorProto.DataType.Name(tensor.elem_type) if known else ""
             self.type = f"tensor({_ORT_TYPES.get(name, name.lower())})"
             if tensor.HasField("shape"):
-                self.shape = [
-                    d.dim_value if d.HasField("dim_value") else _text(d.dim_param) or None
+                self._dims = [
+                    d.dim_value if d.HasField("dim_value") else d.dim_param or None
                     for d in tensor.shape.dim
                 ]
 
     @property
     def name(self):
         return _text(self._name)
+
+    @property
+    def shape(self):
+        return [_text(d) for d in self._dims]
 
 
 _ELEMENTS = set(onnx.TensorProto.DataType.values())
