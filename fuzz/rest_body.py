@@ -34,6 +34,12 @@ from elmo_tf.testing.signatures import export_signatures
 CODINGS = (None, "identity", "gzip", "x-gzip", "deflate", "br")
 MAX_REQUEST_BYTES = 1 << 20  # the fuzzer's bodies are small; the server's default is 16 MiB
 PIECES = (1 << 30, 1, 7, 100)  # how the bytes arrive: whole, or in pieces of this many
+# the body's keys and JSON's tokens
+DICTIONARY = [
+    b'"instances"', b'"inputs"', b'"signature_name"', b'"b64"', b'"sentences"', b'"tokens"',
+    b'"sequence_len"', b'"char_ids"', b'"default"', b'"serving_default"', b"true", b"null",
+    b"1e400", b"-0", b"\\ud800", b"[[", b"]]", b"{}", b"[]", b'":',
+]  # fmt: skip
 
 
 class _StandInServer:

@@ -6,7 +6,9 @@ A target is a module ``fuzz/NAME.py`` that defines, at its top level:
   its contract: a result, or one of our errors, never another exception;
 - ``seed_corpus()``: a list of valid inputs (bytes), made when called: the fuzzer starts from
   them, and ``tests/unit/test_fuzz_targets.py`` runs them through ``TestOneInput`` in the
-  normal suite, so that a target that rots fails there.
+  normal suite, so that a target that rots fails there;
+- optionally ``DICTIONARY``: byte strings the fuzzer inserts whole (a format's keywords),
+  given to libFuzzer as its ``-dict``.
 
 A target whose optional extra is missing raises ``elmo_tf.extras.MissingExtraError`` when
 imported (``extras.require``); every module here that defines ``TestOneInput`` is a target.
@@ -159,6 +161,13 @@ def _fuzz(name, flags, memory_mb):
     corpus = pathlib.Path(tempfile.mkdtemp(prefix=f"fuzz-{name}-"))
     for index, seed in enumerate(module.seed_corpus()):
         (corpus / f"seed-{index}").write_bytes(seed)
+    words = getattr(module, "DICTIONARY", ())
+    if words:
+        dictionary = corpus.with_name(corpus.name + ".dict")
+        # libFuzzer's format: one quoted string a line, bytes as \xNN
+        lines = ['"' + "".join(f"\\x{b:02x}" for b in word) + '"' for word in words]
+        dictionary.write_text("\n".join(lines) + "\n", encoding="ascii")
+        flags = [*flags, f"-dict={dictionary}"]
     used = _address_space()
     if used is not None:
         limit = used + memory_mb * (1 << 20)
