@@ -4,8 +4,10 @@ signature and the server's default ``RequestLimits`` first), then checked as the
 a request before it runs (``SignatureSpec.validate``).
 
 The input: its first byte picks one input of the export's signatures (``sentences``,
-``tokens``, ``sequence_len``, ``char_ids``), the rest is a serialized ``TensorProto``; bytes
-protobuf cannot parse are refused by gRPC before the server sees them.
+``tokens``, ``sequence_len``, ``char_ids``) and, in its top bit, whether the proto's dtype is
+set to the input's (so that the fuzzer spends its time past the dtype check); the rest is a
+serialized ``TensorProto``. Bytes protobuf cannot parse are refused by gRPC before the server
+sees them.
 
 The contract: an array of the declared shape and the input's dtype, or a ``ServingError``
 (INVALID_ARGUMENT or RESOURCE_EXHAUSTED) of one line; nothing else, and no array larger than
@@ -40,13 +42,15 @@ INPUTS = [(spec, alias) for spec in SIGNATURES.values() for alias in sorted(spec
 def TestOneInput(data):  # noqa: N802 - libFuzzer's name
     if not data:
         return
-    spec, alias = INPUTS[data[0] % len(INPUTS)]
+    spec, alias = INPUTS[(data[0] & 0x7F) % len(INPUTS)]
     proto = tensor_pb2.TensorProto()
     try:
         proto.ParseFromString(data[1:])
     except DecodeError:
         return  # gRPC refuses the message before the server sees it
     declared = spec.inputs[alias]
+    if data[0] & 0x80:  # the dtype declared right, as most clients send it: the checks after
+        proto.dtype = declared.dtype
     try:
         array = from_tensor_proto(
             proto,
@@ -87,5 +91,5 @@ def seed_corpus():
         else:
             listed.int_val.extend(value.ravel().tolist())
         protos.append(listed)
-        seeds += [bytes([index]) + proto.SerializeToString() for proto in protos]
+        seeds += [bytes([index | 0x80]) + proto.SerializeToString() for proto in protos]
     return seeds
