@@ -92,6 +92,9 @@ setup(
             "pyarrow>=14",
             "google-crc32c>=1.5,<2",
             "jax>=0.6,<1",  # the backend tests (PyTorch's: where its CPU build is at hand)
+            # fuzz/run.py (coverage-guided fuzzing); wheels for Linux x86-64 only (elsewhere it
+            # builds with clang's libFuzzer): the seed corpus test needs none
+            "atheris>=2.3,<4; platform_system == 'Linux' and platform_machine == 'x86_64'",
         ],
     },
     entry_points={"console_scripts": ["elmo-tf=elmo_tf.cli.main:console_main"]},

@@ -26,8 +26,12 @@ WARMUP_SENTENCE = ("The", "bank", "closed", ".")
 SIGNATURES = ("default", "tokens", "char_ids")
 # A TFRecord: a little-endian uint64 length and its 4-byte CRC, the data, the data's 4-byte CRC.
 _LENGTH = struct.Struct("<Q")
-_HEADER_BYTES = _LENGTH.size + 4
-_FOOTER_BYTES = 4
+_CRC = struct.Struct("<I")
+_HEADER_BYTES = _LENGTH.size + _CRC.size
+_FOOTER_BYTES = _CRC.size
+# CRC32C (Castagnoli; reflected polynomial 0x82F63B78) and TFRecord's mask of it.
+_CRC32C_POLYNOMIAL = 0x82F63B78
+_MASK_DELTA = 0xA282EAD8
 
 
 def warmup_inputs():
@@ -111,6 +115,9 @@ def check_record_lengths(path):
     header declaring 2**40 bytes kills the process (a segmentation fault, no exception), so
     every length is checked against the file's size first; TensorFlow then reads the records
     and checks their CRCs.
+
+    Each length is trusted only once its own CRC matches (``masked_crc32c``): a file of zeros,
+    or a length with a flipped bit, is a corrupt record, not a count of empty records.
     """
     if os.path.isdir(path):
         raise ValueError(f"{WARMUP_FILE}: is a directory, not a file of TFRecords")
@@ -128,6 +135,12 @@ def check_record_lengths(path):
             if len(header) < _HEADER_BYTES:
                 return  # TensorFlow's reader (and TF Serving) end the file at a partial header
             (length,) = _LENGTH.unpack_from(header)
+            (crc,) = _CRC.unpack_from(header, _LENGTH.size)
+            if crc != masked_crc32c(header[: _LENGTH.size]):
+                raise ValueError(
+                    f"{WARMUP_FILE}: record {number} is corrupt (its length's checksum does not "
+                    "match)"
+                )
             left = size - offset - _HEADER_BYTES - _FOOTER_BYTES
             if length > left:
                 raise ValueError(
@@ -135,3 +148,34 @@ def check_record_lengths(path):
                     f"{max(left, 0):,} left in the file"
                 )
             offset += _HEADER_BYTES + length + _FOOTER_BYTES
+
+
+def _crc32c_table():
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ _CRC32C_POLYNOMIAL if crc & 1 else crc >> 1
+        table.append(crc)
+    return tuple(table)
+
+
+_CRC32C_TABLE = _crc32c_table()
+
+
+def masked_crc32c(data):
+    """TFRecord's checksum of ``data``: its CRC32C, rotated right by 15 bits plus
+    ``0xa282ead8`` (mod 2**32).
+
+    Our own, table-driven and in Python: the reader checks 8 bytes per record header, at most
+    ``MAX_RECORDS`` of them, and no package of the base install computes CRC32C
+    (``google-crc32c`` comes with the ``[beam]`` extra only).
+
+    >>> hex(masked_crc32c(bytes(8)))  # a header's length of zero
+    '0x7980329'
+    """
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _CRC32C_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF

@@ -5,7 +5,9 @@ Errors are gRPC statuses: INVALID_ARGUMENT for a malformed request (naming the i
 NOT_FOUND for an unknown model, version or signature (and while no version of the model is
 loaded, as TF Serving answers), RESOURCE_EXHAUSTED for a full batch queue
 (a message over the size limit is refused by gRPC itself with RESOURCE_EXHAUSTED). Classify,
-Regress, MultiInference and HandleReloadConfigRequest answer UNIMPLEMENTED.
+Regress, MultiInference and HandleReloadConfigRequest answer UNIMPLEMENTED, as the generated
+servicers do, but without their ``NotImplementedError`` (which gRPC logs with a traceback per
+call).
 """
 
 import logging
@@ -50,6 +52,15 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
 
     def GetModelMetadata(self, request, context):  # noqa: N802
         return _answer(context, self.metadata, request)
+
+    def Classify(self, request, context):  # noqa: N802
+        _unimplemented(context, "Classify")
+
+    def Regress(self, request, context):  # noqa: N802
+        _unimplemented(context, "Regress")
+
+    def MultiInference(self, request, context):  # noqa: N802
+        _unimplemented(context, "MultiInference")
 
     def predict(self, request, alive=None):
         """The ``PredictResponse`` to ``request``; raises ``ServingError``. ``alive()`` says
@@ -111,6 +122,9 @@ class ModelServicer(model_service_pb2_grpc.ModelServiceServicer):
     def GetModelStatus(self, request, context):  # noqa: N802
         return _answer(context, self.status, request)
 
+    def HandleReloadConfigRequest(self, request, context):  # noqa: N802
+        _unimplemented(context, "HandleReloadConfigRequest")
+
     def status(self, request):
         """The ``GetModelStatusResponse`` to ``request``; raises ``ServingError``."""
         name, version = model_request(request.model_spec)
@@ -136,6 +150,14 @@ def _alive(context):
         return remaining is None or remaining > 0
 
     return alive
+
+
+def _unimplemented(context, method):
+    """UNIMPLEMENTED for an RPC of TF Serving's services that this server does not serve."""
+    context.abort(
+        grpc.StatusCode.UNIMPLEMENTED,
+        f"{method} is not served: this server answers Predict, GetModelMetadata and GetModelStatus",
+    )
 
 
 def _answer(context, method, request):

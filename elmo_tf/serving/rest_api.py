@@ -39,6 +39,8 @@ server"):
 import asyncio
 import concurrent.futures
 import contextlib
+import email.utils
+import http
 import json
 import logging
 import socket
@@ -395,15 +397,26 @@ def _version_not_supported(request):
     """505 on an HTTP/1.1 status line for a request of another HTTP version (0.9, 2.0), then
     the connection closes: aiohttp would answer it in that version's name."""
     major, minor = request.version
-    text = json.dumps({"error": f"HTTP/{major}.{minor} is not supported: send HTTP/1.1"})
+    return _error_and_close(request, 505, f"HTTP/{major}.{minor} is not supported: send HTTP/1.1")
+
+
+def _error_and_close(request, status, message):
+    """``{"error": message}`` with ``status`` on an HTTP/1.1 status line, written to the
+    connection as it is, which then closes. For the answers whose request aiohttp gives no
+    HTTP version of its own: another version's, which it would answer in that version's name,
+    and a request its parser refused, which it answers as HTTP/1.0 (the request it stands in
+    for such a one is an HTTP/1.0 request). The returned response is what aiohttp then
+    writes to the closed connection: nothing."""
+    text = json.dumps({"error": message})
     head = (
-        "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: application/json\r\n"
+        f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\n"
+        f"Date: {email.utils.formatdate(usegmt=True)}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(text)}\r\nConnection: close\r\n\r\n"
     )
     if request.transport is not None:
         request.transport.write((head + text).encode("ascii"))
         request.transport.close()
-    response = web.Response(status=505)
+    response = web.Response(status=status)
     response.force_close()
     return response
 
@@ -475,7 +488,8 @@ class _Connection(web.RequestHandler):
 
     def handle_error(self, request, status=500, exc=None, message=None):
         """The errors aiohttp answers itself (a request it cannot parse: a malformed request
-        line or header, a line too long, an ambiguous body length) as ``{"error": ...}``."""
+        line or header, a line too long, too many headers, an ambiguous body length) as
+        ``{"error": ...}`` on an HTTP/1.1 status line, as every other answer."""
         if request.writer.output_size > 0:  # an answer went out: nothing else can
             raise ConnectionError("an answer was sent already; the connection closes")
         if status >= 500:
@@ -487,9 +501,7 @@ class _Connection(web.RequestHandler):
                 200,
                 quote=False,
             )
-        response = web.json_response({"error": text}, status=status)
-        response.force_close()
-        return response
+        return _error_and_close(request, status, text)
 
 
 class _Server(web.Server):

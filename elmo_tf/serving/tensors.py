@@ -37,8 +37,10 @@ def from_tensor_proto(proto, alias, dtype_enum, check_shape=None):
     Strings come back as an object array of ``bytes``. ``check_shape(shape)``, if given, is
     called with the declared shape (a list of ints) before anything is allocated. Raises
     ``ServingError`` (INVALID_ARGUMENT) naming ``alias`` for a wrong dtype or a malformed proto:
-    a ``tensor_content`` whose length is not the shape's, or more values than the shape holds
-    (fewer are allowed: as in TensorFlow, the last one is repeated).
+    a ``tensor_content`` whose length is not the shape's, more values than the shape holds
+    (fewer are allowed: as in TensorFlow, the last one is repeated), or values in a field that
+    TensorFlow ignores for the dtype (``int64_val`` of an int32 tensor; any ``*_val`` beside
+    ``tensor_content``), which would be read as an empty tensor or as other values.
     """
     if proto.dtype != dtype_enum:
         raise invalid_argument(
@@ -58,15 +60,29 @@ def from_tensor_proto(proto, alias, dtype_enum, check_shape=None):
         raise invalid_argument(f"input '{alias}' is a malformed TensorProto: {e}") from None
     if list(array.shape) != shape:  # make_ndarray repeats a short value list; refuse a long one
         raise invalid_argument(f"input '{alias}' holds values that do not fit its shape {shape}")
+    if proto.dtype == types_pb2.DT_STRING and not proto.string_val and array.size:
+        # make_ndarray fills a string tensor of no values with "" (text): empty bytes, as the
+        # values of every other string tensor are
+        array = np.full(array.shape, b"", dtype=object)
     return array
 
 
 def _check_content(proto, alias, shape):
     """INVALID_ARGUMENT unless the proto's content fits its declared ``shape``."""
     elements = math.prod(shape)
+    if proto.tensor_content and proto.dtype == types_pb2.DT_STRING:
+        raise invalid_argument(f"input '{alias}' is a string tensor: send string_val")
+    fields = [field.name for field, _ in proto.ListFields() if field.name.endswith("_val")]
+    read = _VALUE_FIELDS.get(proto.dtype)
+    ignored = [name for name in fields if name != read or proto.tensor_content]
+    if ignored:
+        where = "beside its tensor_content" if proto.tensor_content else f"(it reads {read})"
+        raise invalid_argument(
+            f"input '{alias}' is {dtype_name(proto.dtype)} and holds {ignored[0]}, which "
+            f"TensorFlow ignores {where}: send its values in "
+            f"{read + ' or ' if read else ''}tensor_content"
+        )
     if proto.tensor_content:
-        if proto.dtype == types_pb2.DT_STRING:
-            raise invalid_argument(f"input '{alias}' is a string tensor: send string_val")
         itemsize = tf.dtypes.as_dtype(proto.dtype).size
         if len(proto.tensor_content) != elements * itemsize:
             raise invalid_argument(
@@ -79,6 +95,28 @@ def _check_content(proto, alias, shape):
         raise invalid_argument(
             f"input '{alias}' declares shape {shape} ({elements} values) but holds {values}"
         )
+
+
+# The field of a TensorProto that TensorFlow reads the values of each dtype from (when it has no
+# tensor_content); it ignores the others (tensorflow/core/framework/tensor.proto).
+_VALUE_FIELDS = {
+    types_pb2.DT_FLOAT: "float_val",
+    types_pb2.DT_DOUBLE: "double_val",
+    types_pb2.DT_HALF: "half_val",
+    types_pb2.DT_BFLOAT16: "half_val",
+    types_pb2.DT_INT8: "int_val",
+    types_pb2.DT_INT16: "int_val",
+    types_pb2.DT_INT32: "int_val",
+    types_pb2.DT_UINT8: "int_val",
+    types_pb2.DT_UINT16: "int_val",
+    types_pb2.DT_INT64: "int64_val",
+    types_pb2.DT_UINT32: "uint32_val",
+    types_pb2.DT_UINT64: "uint64_val",
+    types_pb2.DT_BOOL: "bool_val",
+    types_pb2.DT_STRING: "string_val",
+    types_pb2.DT_COMPLEX64: "scomplex_val",
+    types_pb2.DT_COMPLEX128: "dcomplex_val",
+}
 
 
 def to_tensor_proto(array):

@@ -200,10 +200,10 @@ def test_rest_hostile_bodies(case, server, stub):
     _still_up(stub)
 
 
-def _exchange(port, raw, idle=2.0, closed=None):
+def _exchange(port, raw, idle=2.0, closed=None, status_lines=None):
     """The answers ``[(status, headers, body)]`` to bytes ``raw`` sent on one connection, read
     until the server closes it or sends nothing more for ``idle`` seconds (``closed``, a list,
-    gets whether the server closed it)."""
+    gets whether the server closed it; ``status_lines``, a list, gets each answer's)."""
     with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
         sock.sendall(raw)
         sock.settimeout(idle)
@@ -219,6 +219,8 @@ def _exchange(port, raw, idle=2.0, closed=None):
         head, _, data = data.partition(b"\r\n\r\n")
         status_line, *lines = head.decode("latin-1").split("\r\n")
         headers = {k.lower(): v.strip() for k, _, v in (x.partition(":") for x in lines)}
+        if status_lines is not None:
+            status_lines.append(status_line)
         length = int(headers["content-length"])
         answers.append((int(status_line.split()[1]), headers, data[:length]))
         data = data[length:]
@@ -334,6 +336,14 @@ REST_ERRORS = {
         400,
         "Bad status line",
     ),
+    # answered on an HTTP/1.0 status line, as was every error of the parser's
+    "too many headers": (
+        b"GET / HTTP/1.1\r\nHost: x\r\n"
+        + b"".join(b"X%d: a\r\n" % i for i in range(200))
+        + b"\r\n",
+        400,
+        "Too many headers received",
+    ),
     "CONNECT": (
         b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
         501,
@@ -398,9 +408,11 @@ def test_rest_errors_are_json(case, server, caplog):
     """Every error, the HTTP parser's own included, is a JSON ``{"error": ...}`` of one line,
     on an HTTP/1.1 status line, and logs no traceback."""
     raw, status, fragment = REST_ERRORS[case]
+    lines = []
     with caplog.at_level(logging.DEBUG, logger="serving"):
-        (got, headers, body), *_ = _exchange(server.rest_port, raw + SMUGGLED)
+        (got, headers, body), *_ = _exchange(server.rest_port, raw + SMUGGLED, status_lines=lines)
     assert got == status and headers["content-type"].startswith("application/json")
+    assert lines[0].startswith(f"HTTP/1.1 {status} "), lines
     error = json.loads(body)["error"]
     assert fragment in error and "\n" not in error and len(error) < 300, error
     assert "install" not in error  # a library the server lacks is not the client's business

@@ -18,6 +18,7 @@ TEST_FILES_NEEDING = {
     "model/test_serving_requests.py": SERVING,
     "unit/test_serving_bounds.py": SERVING,
     "unit/test_serving_settings.py": SERVING,
+    "unit/test_grpc_messages.py": SERVING,
     "integration/test_tflite.py": TFLITE,
     "unit/test_tflite_checks.py": TFLITE,
     "integration/test_onnx.py": ONNX,

@@ -1,17 +1,25 @@
 """The ONNX export's and runner's checks that need no conversion: operators outside ONNX
-reported, the Triton config's fields, user errors before the model loads."""
+reported, the Triton config's fields, user errors before the model loads, an export's metadata
+against its graph (on stand-ins made without TensorFlow, ``elmo_tf.testing.onnx_stand_in``)."""
 
+import json
 import os
 import re
 
+import numpy as np
 import onnx
+import onnxruntime
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+from support.special_files import special_file
 
 from elmo_tf.cli.main import main
-from elmo_tf.errors import ExportError
+from elmo_tf.errors import ExportError, ModelFileError
 from elmo_tf.export import onnx_triton
+from elmo_tf.export.onnx import OnnxModel, options_metadata, run_onnx
 from elmo_tf.export.onnx_export import OPSET, non_standard_operators
+from elmo_tf.models import output_keys
+from elmo_tf.testing.onnx_stand_in import stand_in_model, stand_in_options
 
 
 def test_operators_outside_onnx_are_reported():
@@ -213,6 +221,32 @@ def test_embed_onnx_user_errors_exit_1(tmp_path, capsys):
     assert not os.path.exists(out)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "directory", "past its end"])
+def test_onnx_runtime_logs_nothing_of_a_file_it_cannot_load(tmp_path, kind, capfd):
+    """A weight whose external data is a named pipe, a directory, or at an offset past its
+    file's end: only our line on stderr (ONNX Runtime printed a coloured ``[E:onnxruntime:...]``
+    line of its own before it)."""
+    data = tmp_path / "data.bin"
+    if kind == "fifo":
+        special_file(data, "fifo")
+    elif kind == "directory":
+        data.mkdir()
+    else:
+        data.write_bytes(bytes(16))
+    weight = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[4])
+    weight.data_location = onnx.TensorProto.EXTERNAL
+    offset = str(10**12) if kind == "past its end" else "0"
+    for key, value in {"location": "data.bin", "offset": offset, "length": "16"}.items():
+        weight.external_data.add(key=key, value=value)
+    model = _identity_model(tmp_path / "m.onnx", initializer=weight)
+    sentences = tmp_path / "in.txt"
+    sentences.write_text("Hello world\n", encoding="utf-8")
+    capfd.readouterr()
+    assert main(["embed", str(sentences), str(tmp_path / "out.hdf5"), "--onnx", str(model)]) == 1
+    (line,) = capfd.readouterr().err.splitlines()
+    assert line.startswith(f"elmo-tf embed: error: {model}: ONNX Runtime cannot load it ("), line
+
+
 def _graph(inputs):
     """A model proto whose graph's inputs are ``{name: (element type, dims)}`` (a dim of
     ``None`` dynamic) and whose one output is the first input."""
@@ -249,3 +283,188 @@ def test_the_triton_writer_refuses_a_tensor_whose_first_axis_is_not_the_dynamic_
         ExportError, match=re.escape(f"first axis must be the dynamic batch, got {shown}")
     ):
         onnx_triton.config_text(_graph({"char_ids": (onnx.TensorProto.INT32, dims)}))
+
+
+def _stand_in(path, **arguments):
+    path.write_bytes(stand_in_model(**arguments).SerializeToString())
+    return path
+
+
+def test_embed_onnx_refuses_metadata_naming_fewer_layers_than_the_graph(tmp_path, capsys):
+    # lstm.n_layers edited to 1: embed --onnx --all wrote (2, T, 256), the second layer dropped,
+    # with status 0.
+    options = json.dumps(stand_in_options(n_layers=1))
+    model = _stand_in(tmp_path / "m.onnx", metadata=[("elmo_tf.options", options)])
+    sentences = tmp_path / "in.txt"
+    sentences.write_text("Hello world\n", encoding="utf-8")
+    out = tmp_path / "out.hdf5"
+    assert main(["embed", str(sentences), str(out), "--onnx", str(model), "--all"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"elmo-tf embed: error: {model}: its elmo_tf.options metadata says lstm.n_layers is 1, "
+        "but the graph has 2 LSTM layer outputs (lstm_outputs1, lstm_outputs2); expected "
+        "lstm_outputs1"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            {"metadata": [("elmo_tf.options", json.dumps(stand_in_options(n_layers=3)))]},
+            "its elmo_tf.options metadata says lstm.n_layers is 3, but the graph has 2 LSTM "
+            "layer outputs (lstm_outputs1, lstm_outputs2); expected lstm_outputs1, "
+            "lstm_outputs2, lstm_outputs3",
+        ),
+        (
+            {"metadata": [("elmo_tf.options", json.dumps(stand_in_options(projection_dim=8)))]},
+            "its elmo_tf.options metadata says lstm.projection_dim is 8, so word_emb is "
+            "[batch, time, 8], but the graph declares it [batch, time, 16]",
+        ),
+        (
+            {"layer_width": 24},
+            "its elmo_tf.options metadata says lstm.projection_dim is 16, so lstm_outputs1 is "
+            "[batch, time, 32], but the graph declares it [batch, time, 24]",
+        ),
+        (
+            {
+                "metadata": [
+                    ("elmo_tf.options", json.dumps(stand_in_options())),
+                    ("elmo_tf.version", "0.2.0"),
+                    ("elmo_tf.options", json.dumps(stand_in_options(n_layers=1))),
+                ]
+            },
+            "2 elmo_tf.options metadata entries; an export has one",
+        ),
+    ],
+    ids=["more layers", "another projection_dim", "a layer's width", "a second entry"],
+)
+def test_an_exports_metadata_must_agree_with_its_graph(tmp_path, arguments, message):
+    path = _stand_in(tmp_path / "m.onnx", **arguments)
+    ids = np.zeros([1, 2, 50], np.int32)
+    for call in (lambda: OnnxModel(path), lambda: run_onnx(path, ids)):
+        with pytest.raises(ModelFileError, match="^" + re.escape(f"{path}: {message}")):
+            call()
+
+
+def test_a_graph_of_symbolic_widths_is_checked_on_its_first_run(tmp_path):
+    """Its outputs declare no width: the first run's outputs are checked before any is
+    returned (the layers say 24 where the metadata's projection_dim of 16 makes 32)."""
+    path = _stand_in(tmp_path / "m.onnx", declare_widths=False, layer_width=24)
+    model = OnnxModel(path)  # nothing to check before it runs
+    message = (
+        f"{path}: its output lstm_outputs1 is [2, 3, 24] for char_ids [2, 3, 50]; its "
+        "elmo_tf.options metadata (lstm.projection_dim 16) makes it [2, 3, 32]"
+    )
+    with pytest.raises(ModelFileError, match="^" + re.escape(message)):
+        model.embed([["a", "b", "c"], ["d"]])
+    ids = np.ones([2, 3, 50], np.int32)
+    with pytest.raises(ModelFileError, match="^" + re.escape(message)):
+        run_onnx(path, ids)
+    session = onnxruntime.InferenceSession(str(path))  # a session made by hand: checked too
+    with pytest.raises(ModelFileError, match=re.escape("the ONNX model: its output lstm_outputs1")):
+        run_onnx(session, ids)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{}, {"declare_widths": False}, {"n_layers": 1}, {"projection_dim": 128, "n_layers": 3}],
+    ids=["an export's", "symbolic widths", "one layer", "P=128, three layers"],
+)
+def test_a_graph_that_agrees_with_its_metadata_runs(tmp_path, arguments):
+    # The negative control of the checks above.
+    path = _stand_in(tmp_path / "m.onnx", **arguments)
+    model = OnnxModel(path)
+    layers = arguments.get("n_layers", 2)
+    width = 2 * arguments.get("projection_dim", 16)
+    assert model.config.n_lstm_layers == layers
+    outputs = model.embed([["a", "b", "c"], ["d"]])
+    assert list(outputs) == list(output_keys(layers))
+    assert outputs[f"lstm_outputs{layers}"].shape == (2, 3, width)
+    assert run_onnx(path, np.ones([1, 4, 50], np.int32))["default"].shape == (1, width)
+    session = onnxruntime.InferenceSession(str(path))
+    assert run_onnx(session, np.ones([1, 4, 50], np.int32))["elmo"].shape == (1, 4, width)
+
+
+def test_the_metadata_reader_reads_entries_as_protobuf_does(tmp_path):
+    """``options_metadata`` walks the file's top-level fields: entries before and after the
+    graph, a key given twice in one entry (the last counts, as protobuf reads), unknown fields
+    of every wire type; onnx's own parser reads the same entries."""
+    model = stand_in_model(metadata=[("a", "1"), ("elmo_tf.options", "{}")])
+    entry = onnx.StringStringEntryProto(key="elmo_tf.options", value="late").SerializeToString()
+    # field 14 (metadata_props), an entry whose first key is another: b"\x0a\x01x" + entry
+    twice = b"\x0a\x01x" + entry
+    unknown = (
+        b"\xf8\x07\x05"  # field 127, varint 5
+        + b"\xf9\x07" + bytes(8)  # field 127, fixed64
+        + b"\xfd\x07" + bytes(4)  # field 127, fixed32
+        + b"\xfb\x07\xf8\x07\x01\xfc\x07"  # field 127, a group holding a varint
+    )  # fmt: skip
+    data = model.SerializeToString() + unknown + b"\x72" + bytes([len(twice)]) + twice
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)
+    parsed = onnx.load_from_string(data)
+    expected = [p.value.encode() for p in parsed.metadata_props if p.key == "elmo_tf.options"]
+    assert options_metadata(path) == expected == [b"{}", b"late"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\x72\x05\x0a\x01", "a field runs past the end of the file"),
+        (b"\x72\x80", "the file ends inside a number"),
+        (b"\x0f", "wire type 7"),
+        (b"\x72\x03\x0a\x05x", "a field runs past the end of the file"),
+    ],
+    ids=["an entry past the end", "a cut length", "wire type 7", "a key past its entry"],
+)
+def test_metadata_that_cannot_be_walked_is_one_line(tmp_path, data, message):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)
+    with pytest.raises(
+        ModelFileError,
+        match="^" + re.escape(f"{path}: its metadata cannot be read ({message}); not an ELMo"),
+    ):
+        options_metadata(path)
+
+
+def test_an_options_fault_of_the_metadata_is_a_model_file_error(tmp_path):
+    # Found by fuzz/onnx_contract.py: a misspelt key in the metadata raised OptionsError, where
+    # every other fault of the file (its JSON included) is a ModelFileError.
+    options = stand_in_options()
+    options["char_cnn"]["max_characters_peok_rten"] = options["char_cnn"].pop(
+        "max_characters_per_token"
+    )
+    path = _stand_in(tmp_path / "m.onnx", metadata=[("elmo_tf.options", json.dumps(options))])
+    message = (
+        f"{path}: its elmo_tf.options metadata: 'char_cnn.max_characters_peok_rten' is not a key "
+        "of the options format; did you mean 'char_cnn.max_characters_per_token'?"
+    )
+    with pytest.raises(ModelFileError, match="^" + re.escape(message)):
+        OnnxModel(path)
+
+
+def test_names_and_metadata_that_are_not_utf8_are_one_line(tmp_path):
+    """ONNX Runtime turns each name, metadata key and value into text as it is read: an output
+    name (or the input's) that is not UTF-8 raised ``UnicodeDecodeError`` from ``OnnxModel``
+    and ``embed --onnx``, a metadata value from ``run_onnx`` on a session (found while fixing
+    the ONNX fuzz target, whose stand-in session now decodes as ONNX Runtime does)."""
+    data = stand_in_model(
+        metadata=[("elmo_tf.options", json.dumps(stand_in_options())), ("note", "XX")]
+    ).SerializeToString()
+    named = tmp_path / "named.onnx"  # "sequence_len" of the same length, two bytes not UTF-8
+    named.write_bytes(data.replace(b"sequence_len", b"sequence\xff\xfeen"))
+    message = f"{named}: not an ELMo export: a name of its inputs or outputs is not UTF-8 text"
+    with pytest.raises(ModelFileError, match="^" + re.escape(message)):
+        OnnxModel(named)
+    noted = tmp_path / "noted.onnx"
+    noted.write_bytes(data.replace(b"XX", b"\xff\xfe"))
+    assert OnnxModel(noted).config.n_lstm_layers == 2  # the file's own entries: read as bytes
+    ids = np.ones([1, 2, 50], np.int32)
+    with pytest.raises(
+        ModelFileError,
+        match="^" + re.escape("the ONNX model: ONNX Runtime cannot show its metadata, a key or"),
+    ):
+        run_onnx(onnxruntime.InferenceSession(str(noted)), ids)
+    assert run_onnx(noted, ids)["elmo"].shape == (1, 2, 32)

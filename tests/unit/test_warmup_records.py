@@ -1,12 +1,19 @@
-"""Warm-up records read before TensorFlow: bad lengths refused, a short tail ends the file as in
-TensorFlow, a path that is no file refused, TF Serving's limit of 1,000 records at its edge."""
+"""Warm-up records read before TensorFlow: bad lengths refused, a length trusted only once its
+checksum matches, a short tail ends the file as in TensorFlow, a path that is no file refused,
+TF Serving's limit of 1,000 records at its edge."""
 
 import re
+import struct
 
 import pytest
 from support.special_files import special_file
 
-from elmo_tf.export.saved_model_warmup import MAX_RECORDS, WARMUP_FILE, read_warmup_requests
+from elmo_tf.export.saved_model_warmup import (
+    MAX_RECORDS,
+    WARMUP_FILE,
+    masked_crc32c,
+    read_warmup_requests,
+)
 
 
 def _warmup_file(tmp_path, data):
@@ -25,13 +32,49 @@ HUGE_RECORD = bytes.fromhex("0000000000010000aa3d6be4") + b"\0" * 64
     ("data", "message"),
     [
         (HUGE_RECORD, "record 1 declares 1,099,511,627,776 bytes, more than the 60 left"),
-        (b"\x05\0\0\0\0\0\0\0\0\0\0\0hello\0\0\0\0", "record 1 is corrupt (corrupted record at 0"),
+        # the length's CRC right, the data's wrong: TensorFlow's reader finds it
+        (
+            bytes.fromhex("0500000000000000eab2043e") + b"hello\0\0\0\0",
+            "record 1 is corrupt (corrupted record at 12",
+        ),
     ],
-    ids=["length past the end", "bad CRC"],
+    ids=["length past the end", "bad data CRC"],
 )
 def test_records_with_bad_lengths_are_refused_before_tensorflow_reads_them(tmp_path, data, message):
     with pytest.raises(ValueError, match="^" + re.escape(f"{WARMUP_FILE}: {message}")):
         read_warmup_requests(_warmup_file(tmp_path, data))
+
+
+def test_the_checksum_is_tfrecords_masked_crc32c():
+    # CRC32C's check value (of "123456789") is 0xe3069283; TFRecord masks it.
+    crc = 0xE3069283
+    assert masked_crc32c(b"123456789") == ((crc >> 15 | crc << 17) + 0xA282EAD8) % 2**32
+    assert masked_crc32c(struct.pack("<Q", 2**40)) == 0xE46B3DAA  # HUGE_RECORD's header
+
+
+def test_a_file_of_zeros_is_a_corrupt_first_record(tmp_path):
+    # Read as 1,001 empty records, it was refused as "more than 1000 warm-up records".
+    path = _warmup_file(tmp_path, bytes(16 * (MAX_RECORDS + 1)))
+    with pytest.raises(
+        ValueError,
+        match="^" + re.escape(f"{WARMUP_FILE}: record 1 is corrupt (its length's checksum does"),
+    ):
+        read_warmup_requests(path)
+
+
+def test_a_length_with_a_flipped_byte_is_corrupt_not_trusted(tmp_path):
+    # The second record's length, its top byte flipped: refused as corrupt, not as a record
+    # running past the end of the file.
+    path = _predict_logs(tmp_path, 3) / WARMUP_FILE
+    data = bytearray(path.read_bytes())
+    (length,) = struct.unpack_from("<Q", data)
+    data[12 + length + 4 + 7] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(
+        ValueError,
+        match="^" + re.escape(f"{WARMUP_FILE}: record 2 is corrupt (its length's checksum does"),
+    ):
+        read_warmup_requests(tmp_path)
 
 
 def test_bytes_too_few_for_a_header_end_the_file_as_in_tensorflow(tmp_path):

@@ -1,0 +1,40 @@
+"""The fuzz targets (``fuzz/*.py``, run by ``fuzz/run.py`` under atheris) in the normal suite,
+without atheris: every module there that defines ``TestOneInput`` is found, imports, and passes
+its own seed corpus through ``TestOneInput``, so that a target that rots (an API it calls
+renamed, a contract it asserts broken) fails here rather than in the next long run. The inputs
+the fuzzer found crashing are regression tests beside the behaviour they broke."""
+
+import importlib.util
+
+import pytest
+from support.paths import ROOT
+
+from elmo_tf.extras import MissingExtraError
+
+
+def _runner():
+    spec = importlib.util.spec_from_file_location("fuzz_run", ROOT / "fuzz" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RUNNER = _runner()
+
+
+def test_the_runner_finds_every_target():
+    found = RUNNER.targets()
+    assert {"warmup_records", "rest_body", "tensor_proto", "onnx_contract"} <= set(found)
+    assert "run" not in found  # the runner defines no TestOneInput
+
+
+@pytest.mark.parametrize("name", sorted(RUNNER.targets()))
+def test_a_targets_seed_corpus_keeps_its_contract(name):
+    try:
+        target = RUNNER.load(name)
+    except MissingExtraError as e:  # a target of an extra that is not installed
+        pytest.skip(str(e))
+    seeds = target.seed_corpus()
+    assert seeds and all(isinstance(seed, bytes) for seed in seeds)
+    for seed in seeds:
+        target.TestOneInput(seed)
