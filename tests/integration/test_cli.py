@@ -7,38 +7,10 @@ import sys
 import textwrap
 
 import pytest
-from support.console import blocker, run_python
+from support.console import KEPT, NATIVE_NOISE, blocker, run_python
 from support.paths import TINY
 
 ELMO_TF = os.path.join(os.path.dirname(sys.executable), "elmo-tf")
-
-
-NATIVE_NOISE = [
-    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
-    "I0000 00:00:1795431059.823246    2784 port.cc:153] oneDNN custom operations are on.",
-    "I0000 00:00:1795431059.823593    2784 cudart_stub.cc:31] Could not find cuda drivers on "
-    "your machine, GPU will not be used.",
-    "I0000 00:00:1795431059.871603    2784 cpu_feature_guard.cc:227] This TensorFlow binary is "
-    "optimized to use available CPU instructions in performance-critical operations.",
-    "To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow "
-    "with the appropriate compiler flags.",
-    "E0000 00:00:1795431063.740748    2827 cuda_platform.cc:52] failed call to cuInit: INTERNAL: "
-    "CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
-    "E0000 00:00:1795431501.418101    6295 util.cc:131] oneDNN supports DT_BOOL only on platforms "
-    "with AVX-512. Falling back to the default Eigen-based implementation if present.",
-    "E0000 00:00:1795431501.418101    6295 util.cc:131] oneDNN supports DT_INT64 only on platforms "
-    "with AVX-512. Falling back to the default Eigen-based implementation if present.",
-    "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",
-]
-
-
-KEPT = [
-    "elmo-tf embed: error: nope.txt: input file not found",
-    "W0000 00:00:1795431501.418101    6295 op_kernel.cc:1857] OP_REQUIRES failed: OOM",
-    "E0000 00:00:1795431501.418101    6295 dso_loader.cc:70] Could not load libcudnn.so.9",
-    "F0000 00:00:1795431501.418101    6295 cuda_platform.cc:9] Check failed: fatal",
-    "4/4 sentences [==============================] 45 tokens/s, 0.6s",
-]
 
 
 def test_filter_drops_noise_written_to_file_descriptor_2(tmp_path):

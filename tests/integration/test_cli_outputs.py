@@ -18,6 +18,7 @@ import sys
 import h5py
 import pytest
 from support.console import SCRIPT, run_script
+from support.files import fake_run
 from support.paths import TINY
 
 from elmo_tf.cli.main import main
@@ -112,19 +113,6 @@ def test_embed_reads_standard_input_from_dash(tmp_path, monkeypatch, capsys, mod
     with h5py.File(tmp_path / "out.hdf5") as f:
         assert json.loads(f["sentence_to_index"].asstr()[0]) == {"a  b": "0", "c": "1"}
         assert f["0"].shape[1] == 2 and f["1"].shape[1] == 1
-
-
-def fake_run(directory):
-    """A run directory's files as a reader finds them (what is checked before TensorFlow
-    reads any of them): its options, vocabulary, training options and ``ckpt-1``."""
-    directory.mkdir()
-    shutil.copy(TINY / "options.json", directory / "options.json")
-    (directory / "vocab.txt").write_text("<S>\n</S>\n<UNK>\na\n", encoding="utf-8")
-    (directory / "training_options.json").write_text("{}", encoding="utf-8")
-    (directory / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n', encoding="utf-8")
-    for name in ("ckpt-1.index", "ckpt-1.data-00000-of-00001"):
-        (directory / name).write_bytes(b"checkpoint bytes")
-    return directory
 
 
 def _read_only(directory, argv):

@@ -56,6 +56,13 @@ COMMANDS = {
 }
 
 
+def test_every_command_is_listed():
+    from elmo_tf.cli.main import COMMANDS as MODULES
+
+    names = {"vocab": "build-vocab", "dump_weights": "dump-weights"}
+    assert sorted(COMMANDS) == sorted(names.get(m, m) for m in MODULES)
+
+
 # The commands whose every argument or file error answers before TensorFlow starts (in well
 # under 2 s): the check runs where TensorFlow cannot be imported. The client imports it to
 # build its request (TF Serving's protos are TensorFlow's).

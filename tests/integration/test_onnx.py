@@ -16,11 +16,13 @@ import numpy as np
 import onnx
 import onnxruntime
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+from google.protobuf import text_format
 from support.fixtures import made_once
 from support.numerics import assert_reordered
+from support.onnx_models import identity_model
 from support.paths import ROOT
 from support.special_files import special_file
+from support.triton import triton_model_config_class
 
 import elmo_tf
 from elmo_tf.cli.main import main
@@ -285,20 +287,6 @@ def test_onnx_runtime_warnings_stay_off_stderr(tmp_path, capfd):
     assert capfd.readouterr().err == ""
 
 
-def _identity_model(path, initializer=None):
-    value = onnx.helper.make_tensor_value_info
-    graph = onnx.helper.make_graph(
-        [onnx.helper.make_node("Identity", ["w" if initializer else "x"], ["y"])],
-        "g",
-        [] if initializer else [value("x", onnx.TensorProto.INT32, [None, None, 50])],
-        [value("y", onnx.TensorProto.FLOAT if initializer else onnx.TensorProto.INT32, None)],
-        initializer=[initializer] if initializer else [],
-    )
-    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", OPSET)])
-    path.write_bytes(model.SerializeToString())
-    return path
-
-
 def _contract_model(
     path, input_type=onnx.TensorProto.INT32, input_shape=("b", "t", 50), outputs=None, metadata=None
 ):
@@ -370,7 +358,7 @@ def test_an_onnx_model_with_other_inputs_or_outputs_is_refused_in_one_line(
     if arguments:
         path = _contract_model(tmp_path / "other.onnx", **arguments, metadata="{}")
     else:
-        path = _identity_model(tmp_path / "other.onnx")
+        path = identity_model(tmp_path / "other.onnx")
     for call in (lambda: OnnxModel(path), lambda: run_onnx(path, np.zeros([1, 1, 50], np.int32))):
         with pytest.raises(
             ModelFileError, match=re.escape(f"{path}: not an ELMo export: {message}")
@@ -437,7 +425,7 @@ def test_external_data_outside_the_model_directory_is_refused(tmp_path, where):
     weight.data_location = onnx.TensorProto.EXTERNAL
     for key, value in {"location": location, "offset": "0", "length": "16"}.items():
         weight.external_data.add(key=key, value=value)
-    path = _identity_model(tmp_path / "model" / "m.onnx", initializer=weight)
+    path = identity_model(tmp_path / "model" / "m.onnx", initializer=weight)
     with pytest.raises(ModelFileError, match="ONNX Runtime cannot load it .*[Ee]xternal data"):
         session(path)
 
@@ -491,66 +479,6 @@ print("ok")
                 assert_reordered(actual[name][()], expected[name][()], err_msg=name)
 
 
-def _triton_model_config_class():
-    """Triton's ``inference.ModelConfig`` message, the fields the export writes (names, types
-    and numbers of Triton's model_config.proto), for protobuf's own text-format parser: it
-    refuses a field that does not exist and a value of the wrong type."""
-    proto = descriptor_pb2.FileDescriptorProto(
-        name="triton_model_config_subset.proto", package="inference", syntax="proto3"
-    )
-    data_type = proto.enum_type.add(name="DataType")
-    for number, name in enumerate(
-        ["INVALID", "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
-         "INT64", "FP16", "FP32", "FP64", "STRING", "BF16"]
-    ):  # fmt: skip
-        data_type.value.add(name=f"TYPE_{name}", number=number)
-    field = descriptor_pb2.FieldDescriptorProto
-    optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
-
-    def message(name, fields):
-        entry = proto.message_type.add(name=name)
-        for number, (field_name, kind, label, type_name) in fields.items():
-            entry.field.add(
-                name=field_name, number=number, type=kind, label=label, type_name=type_name
-            )
-
-    message("ModelTensorReshape", {1: ("shape", field.TYPE_INT64, repeated, None)})
-    tensor = {
-        1: ("name", field.TYPE_STRING, optional, None),
-        2: ("data_type", field.TYPE_ENUM, optional, ".inference.DataType"),
-        5: ("reshape", field.TYPE_MESSAGE, optional, ".inference.ModelTensorReshape"),
-    }
-    message("ModelInput", {**tensor, 4: ("dims", field.TYPE_INT64, repeated, None)})
-    message("ModelOutput", {**tensor, 3: ("dims", field.TYPE_INT64, repeated, None)})
-    message(
-        "ModelDynamicBatching",
-        {
-            1: ("preferred_batch_size", field.TYPE_INT32, repeated, None),
-            2: ("max_queue_delay_microseconds", field.TYPE_UINT64, optional, None),
-        },
-    )
-    message(
-        "ModelConfig",
-        {
-            1: ("name", field.TYPE_STRING, optional, None),
-            2: ("platform", field.TYPE_STRING, optional, None),
-            17: ("backend", field.TYPE_STRING, optional, None),
-            4: ("max_batch_size", field.TYPE_INT32, optional, None),
-            5: ("input", field.TYPE_MESSAGE, repeated, ".inference.ModelInput"),
-            6: ("output", field.TYPE_MESSAGE, repeated, ".inference.ModelOutput"),
-            11: (
-                "dynamic_batching",
-                field.TYPE_MESSAGE,
-                optional,
-                ".inference.ModelDynamicBatching",
-            ),
-        },
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("inference.ModelConfig"))
-
-
 @pytest.mark.numerics
 def test_triton_repository_describes_the_model_it_holds(tiny_onnx, tiny_session):
     path, repository = tiny_onnx
@@ -558,7 +486,7 @@ def test_triton_repository_describes_the_model_it_holds(tiny_onnx, tiny_session)
     model_file = repository / "elmo" / "1" / "model.onnx"
     assert model_file.read_bytes() == path.read_bytes()
 
-    config_class = _triton_model_config_class()
+    config_class = triton_model_config_class()
     config = text_format.Parse((repository / "elmo" / "config.pbtxt").read_text(), config_class())
     assert (config.name, config.backend, config.max_batch_size) == ("elmo", "onnxruntime", 64)
     assert config.dynamic_batching.max_queue_delay_microseconds > 0

@@ -28,6 +28,7 @@ from support.console import blocker
 from support.numerics import assert_reordered
 from support.paths import ROOT as REPOSITORY
 from support.serving_gate import gate_servable_run
+from support.serving_requests import proto_request
 from tensorflow.python.tools import saved_model_utils
 from tensorflow_serving.apis import (
     get_model_metadata_pb2,
@@ -309,20 +310,11 @@ def test_rest_equals_grpc(batched, stub):
     assert inputs["sequence_len"]["dtype"] == "DT_INT32"
 
 
-def _proto_request(signature, **inputs):
-    request = make_request(["a b"], "default")
-    request.model_spec.signature_name = signature
-    del request.inputs["sentences"]
-    for alias, value in inputs.items():
-        request.inputs[alias].CopyFrom(tf.make_tensor_proto(value))
-    return request
-
-
 # The transport's limit and one case of the table end to end; the table itself, in process:
 # tests/model/test_serving_requests.py.
 BAD_GRPC = {
     "unknown signature": (
-        lambda: _proto_request("words", sentences=[b"a"]),
+        lambda: proto_request("words", sentences=[b"a"]),
         grpc.StatusCode.NOT_FOUND,
         "signature 'words' not found",
     ),

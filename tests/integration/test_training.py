@@ -24,24 +24,13 @@ from support.training import (
     make_corpus,
     make_trainer,
     options,
+    run_cli,
 )
 
 import elmo_tf
-from elmo_tf.cli.main import main
 from elmo_tf.training import checkpoints
 from elmo_tf.training.corpus import read_corpus
 from elmo_tf.training.evaluation import evaluate
-
-
-@pytest.fixture
-def corpus_file(tmp_path):
-    return make_corpus(tmp_path / "train.txt")
-
-
-def run_cli(argv, capsys):
-    status = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_loss_goes_down(corpus_file, tmp_path):

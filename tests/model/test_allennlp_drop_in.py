@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 from support.numerics import REFERENCE_ATOL_ALLENNLP, REFERENCE_ATOL_BILM_TF
-from support.paths import BILM, FIXTURES, TINY
+from support.paths import BILM, FIXTURES, TINY, bilm_tf_outputs
 
 pytestmark = pytest.mark.skipif(
     keras.config.backend() != "torch", reason="PyTorch code (CI runs it with KERAS_BACKEND=torch)"
@@ -434,14 +434,7 @@ ONLY = {0: [1e10, -1e10, -1e10], 2: [-1e10, -1e10, 1e10]}  # softmax: exactly on
 
 def test_elmo_bilm_statefully_against_bilm_tf():
     """TestElmoBiLm.test_elmo_bilm: the top layer over the ten batches in order, state carried."""
-    with open(BILM / "sentences.json", encoding="utf-8") as f:
-        sentences = json.load(f)
-    import h5py
-
-    expected = []
-    for k in range(3):
-        with h5py.File(BILM / f"lm_embeddings_{k}.hdf5", "r") as f:
-            expected.append([np.concatenate(list(f[str(i)][...]), axis=-1) for i in range(10)])
+    sentences, expected = bilm_tf_outputs()
     elmo = Elmo(BILM_OPTIONS, BILM_WEIGHTS, 1, dropout=0.0, scalar_mix_parameters=ONLY[2])
     for i in range(10):
         batch = [sentences[k][i].split() for k in range(3)]

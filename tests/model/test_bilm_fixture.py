@@ -4,13 +4,11 @@ bilm-tf was stateful: batch i = (list0[i], list1[i], list2[i]) ran with each row
 from batch i - 1. Batch 0 starts from zero state.
 """
 
-import json
-
 import h5py
 import numpy as np
 import pytest
 from support.numerics import REFERENCE_ATOL_BILM_TF
-from support.paths import BILM
+from support.paths import BILM, bilm_tf_outputs
 
 import elmo_tf
 
@@ -19,14 +17,7 @@ ATOL = REFERENCE_ATOL_BILM_TF
 
 @pytest.fixture(scope="module")
 def bilm_data():
-    with open(BILM / "sentences.json", encoding="utf-8") as f:
-        sentences = json.load(f)
-    expected = []
-    for k in range(3):
-        with h5py.File(BILM / f"lm_embeddings_{k}.hdf5", "r") as f:
-            # (2, n_tokens, P): forward and backward top layer, without <S>/</S>
-            expected.append([np.concatenate(list(f[str(i)][...]), axis=-1) for i in range(10)])
-    return sentences, expected
+    return bilm_tf_outputs()
 
 
 def _batch(sentences, i):

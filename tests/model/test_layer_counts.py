@@ -1,8 +1,5 @@
 """Models of 1 and 3 LSTM layers: embed's keys, shapes and mix of every layer."""
 
-import json
-
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -17,22 +14,9 @@ SENTENCES = [["The", "quick", "fox", "."], [], ["Zürich", "naïve"]]
 P = 16  # the tiny model's projection size
 
 
-@pytest.fixture(scope="module", params=[1, 3], ids=["1-layer", "3-layer"])
-def model(request, tiny_files, tmp_path_factory):
-    """The tiny architecture with ``request.param`` LSTM layers, through its weight file."""
-    with open(tiny_files[0], encoding="utf-8") as f:
-        options = json.load(f)
-    options["lstm"]["n_layers"] = request.param
-    directory = tmp_path_factory.mktemp(f"layers{request.param}")
-    (directory / "options.json").write_text(json.dumps(options), encoding="utf-8")
-    keras.utils.set_random_seed(request.param)
-    elmo_tf.save_weights(elmo_tf.ELMo(options), directory / "weights.hdf5")
-    loaded = elmo_tf.load_pretrained(directory / "options.json", directory / "weights.hdf5")
-    assert loaded.config.n_lstm_layers == request.param
-    # Unequal mix weights, so the test below sees which layer gets which weight.
-    loaded.scalar_mixes[0].scalar_weights.assign(np.linspace(-1.0, 1.0, request.param + 1))
-    loaded.scalar_mixes[0].gamma.assign(0.8)
-    return loaded
+@pytest.fixture(scope="module")
+def model(model_of_n_layers):
+    return model_of_n_layers
 
 
 def _n_layers(model):

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from support.batches import check_batches
 from support.layer_checks import MIXED_POLICIES, skip_if_onednn_isa_capped
 from support.numerics import assert_half_precision, assert_reordered, assert_same
 from support.paths import FIXTURES
@@ -246,25 +247,12 @@ LONG_SENTENCES = [
 ]
 
 
-def _check_batches(batches, lengths, batch_size, max_batch_tokens):
-    """Every sentence once, longest first; each batch within both limits."""
-    lengths = np.asarray(lengths)
-    assert sorted(np.concatenate([[], *batches]).astype(int).tolist()) == list(range(len(lengths)))
-    for before, after in zip(batches, batches[1:]):
-        assert lengths[before].min() >= lengths[after].max()
-    for indices in batches:
-        rows, longest = len(indices), int(lengths[indices].max())
-        assert 1 <= rows <= batch_size
-        if max_batch_tokens:
-            assert rows * longest <= max_batch_tokens or rows == 1, (rows, longest)
-
-
 @pytest.mark.numerics
 def test_token_budget_changes_nothing_and_does_not_retrace(tiny_files):
     model = elmo_tf.load_pretrained(*tiny_files)
     lengths = [len(s) for s in LONG_SENTENCES]
     seen = [indices for indices, _ in model.embed_batches(LONG_SENTENCES, 4, max_batch_tokens=16)]
-    _check_batches(seen, lengths, 4, 16)
+    check_batches(seen, lengths, 4, 16)
     assert [len(indices) for indices in seen] == [1, 1, 1, 2, 3, 3]
     budgeted = model.embed(LONG_SENTENCES, batch_size=4, max_batch_tokens=16)
     assert_same(budgeted["sequence_len"], np.array(lengths, np.int32))

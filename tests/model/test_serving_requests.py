@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from grpc import StatusCode
+from support.serving_requests import proto_request
 from tensorflow.core.framework import tensor_pb2, types_pb2
 from tensorflow_serving.apis import predict_pb2
 
@@ -249,15 +250,6 @@ def test_the_tables_leave_the_server_answering(served):
     assert answer["predictions"][0]["sequence_len"] == 3
 
 
-def _proto_request(signature, **inputs):
-    request = make_request(["a b"], "default")
-    request.model_spec.signature_name = signature
-    del request.inputs["sentences"]
-    for alias, value in inputs.items():
-        request.inputs[alias].CopyFrom(tf.make_tensor_proto(value))
-    return request
-
-
 def _with_spec(request, name="elmo", version=None):
     request.model_spec.name = name
     if version is not None:
@@ -271,49 +263,49 @@ IDS = np.ones((1, 2, 50), np.int32)
 # A request wrong in its names, types, shapes or values (the transport's size limit: a socket's).
 BAD_GRPC = {
     "wrong dtype": (
-        lambda: _proto_request("default", sentences=np.array([1, 2], np.int32)),
+        lambda: proto_request("default", sentences=np.array([1, 2], np.int32)),
         StatusCode.INVALID_ARGUMENT,
         "'sentences' must be string, got int32",
     ),
     "missing input": (
-        lambda: _proto_request("tokens", tokens=np.array([[b"a"]], object)),
+        lambda: proto_request("tokens", tokens=np.array([[b"a"]], object)),
         StatusCode.INVALID_ARGUMENT,
         "'sequence_len' is missing",
     ),
     "unknown input": (
-        lambda: _proto_request("default", sentences=[b"a"], words=[b"a"]),
+        lambda: proto_request("default", sentences=[b"a"], words=[b"a"]),
         StatusCode.INVALID_ARGUMENT,
         "'words' is not an input",
     ),
     "wrong rank": (
-        lambda: _proto_request("default", sentences=np.array([[b"a b"]], object)),
+        lambda: proto_request("default", sentences=np.array([[b"a b"]], object)),
         StatusCode.INVALID_ARGUMENT,
         "'sentences' must have rank 1",
     ),
     "empty batch": (
-        lambda: _proto_request("default", sentences=np.zeros([0], object)),
+        lambda: proto_request("default", sentences=np.zeros([0], object)),
         StatusCode.INVALID_ARGUMENT,
         "'sentences' has an empty batch",
     ),
     "wrong char width": (
-        lambda: _proto_request("char_ids", char_ids=np.ones((1, 2, 49), np.int32)),
+        lambda: proto_request("char_ids", char_ids=np.ones((1, 2, 49), np.int32)),
         StatusCode.INVALID_ARGUMENT,
         "'char_ids' must have size 50 in dimension 2",
     ),
     "char id out of range": (
-        lambda: _proto_request("char_ids", char_ids=IDS * 300),
+        lambda: proto_request("char_ids", char_ids=IDS * 300),
         StatusCode.INVALID_ARGUMENT,
         "'char_ids' must hold ids in [0, 261]",
     ),
     "sequence_len too long": (
-        lambda: _proto_request(
+        lambda: proto_request(
             "tokens", tokens=np.array([[b"a", b"b"]], object), sequence_len=np.array([3], np.int32)
         ),
         StatusCode.INVALID_ARGUMENT,
         "'sequence_len' holds 3, longer than the rows",
     ),
     "batch sizes differ": (
-        lambda: _proto_request(
+        lambda: proto_request(
             "tokens", tokens=np.array([[b"a"]], object), sequence_len=np.array([1, 1], np.int32)
         ),
         StatusCode.INVALID_ARGUMENT,
@@ -335,7 +327,7 @@ BAD_GRPC = {
         "Specific(elmo, 2)",
     ),
     "unknown signature": (
-        lambda: _proto_request("words", sentences=[b"a"]),
+        lambda: proto_request("words", sentences=[b"a"]),
         StatusCode.NOT_FOUND,
         "signature 'words' not found",
     ),

@@ -1,4 +1,5 @@
-"""The installed ``elmo-tf`` console script, run as a user runs it."""
+"""The installed ``elmo-tf`` console script and ``python -c`` run as a user runs them, and
+samples of the native log lines the stderr filter drops and keeps."""
 
 import os
 import shutil
@@ -56,3 +57,33 @@ def run_script(argv, cwd, block_tensorflow=False, env=None, timeout=120):
         text=True,
         timeout=timeout,
     )
+
+
+# What TensorFlow's and LiteRT's native code writes on its own (the filter drops these lines),
+# and lines that matter (it keeps them), for the filter's tests.
+NATIVE_NOISE = [
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+    "I0000 00:00:1795431059.823246    2784 port.cc:153] oneDNN custom operations are on.",
+    "I0000 00:00:1795431059.823593    2784 cudart_stub.cc:31] Could not find cuda drivers on "
+    "your machine, GPU will not be used.",
+    "I0000 00:00:1795431059.871603    2784 cpu_feature_guard.cc:227] This TensorFlow binary is "
+    "optimized to use available CPU instructions in performance-critical operations.",
+    "To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow "
+    "with the appropriate compiler flags.",
+    "E0000 00:00:1795431063.740748    2827 cuda_platform.cc:52] failed call to cuInit: INTERNAL: "
+    "CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
+    "E0000 00:00:1795431501.418101    6295 util.cc:131] oneDNN supports DT_BOOL only on platforms "
+    "with AVX-512. Falling back to the default Eigen-based implementation if present.",
+    "E0000 00:00:1795431501.418101    6295 util.cc:131] oneDNN supports DT_INT64 only on platforms "
+    "with AVX-512. Falling back to the default Eigen-based implementation if present.",
+    "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",
+]
+
+
+KEPT = [
+    "elmo-tf embed: error: nope.txt: input file not found",
+    "W0000 00:00:1795431501.418101    6295 op_kernel.cc:1857] OP_REQUIRES failed: OOM",
+    "E0000 00:00:1795431501.418101    6295 dso_loader.cc:70] Could not load libcudnn.so.9",
+    "F0000 00:00:1795431501.418101    6295 cuda_platform.cc:9] Check failed: fatal",
+    "4/4 sentences [==============================] 45 tokens/s, 0.6s",
+]

@@ -165,6 +165,14 @@ def model_mirror(small_official_files):
         yield mirror
 
 
+@pytest.fixture
+def corpus_file(tmp_path):
+    """A small training corpus (``support.training.make_corpus``)."""
+    from support.training import make_corpus
+
+    return make_corpus(tmp_path / "train.txt")
+
+
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory):
     """A run directory of the tiny architecture (``support.training``) trained by ``elmo-tf
@@ -205,3 +213,26 @@ def tiny_published_row():
         weights_file="elmo_tiny_weights.hdf5",
         config=ElmoConfig.from_file(TINY / "options.json"),
     )
+
+
+@pytest.fixture(scope="module", params=[1, 3], ids=["1-layer", "3-layer"])
+def model_of_n_layers(request, tiny_files, tmp_path_factory):
+    """The tiny architecture with 1, then 3 LSTM layers (random weights, through its weight
+    file), its mix weights unequal so that a test sees which layer gets which weight."""
+    import keras
+    import numpy as np
+
+    import elmo_tf
+
+    with open(tiny_files[0], encoding="utf-8") as f:
+        options = json.load(f)
+    options["lstm"]["n_layers"] = request.param
+    directory = tmp_path_factory.mktemp(f"layers{request.param}")
+    (directory / "options.json").write_text(json.dumps(options), encoding="utf-8")
+    keras.utils.set_random_seed(request.param)
+    elmo_tf.save_weights(elmo_tf.ELMo(options), directory / "weights.hdf5")
+    loaded = elmo_tf.load_pretrained(directory / "options.json", directory / "weights.hdf5")
+    assert loaded.config.n_lstm_layers == request.param
+    loaded.scalar_mixes[0].scalar_weights.assign(np.linspace(-1.0, 1.0, request.param + 1))
+    loaded.scalar_mixes[0].gamma.assign(0.8)
+    return loaded

@@ -64,3 +64,12 @@ def checkpoint_values(prefix):
     reader = tf.train.load_checkpoint(str(prefix))
     names = [n for n in reader.get_variable_to_shape_map() if not n.startswith("_")]
     return {n: reader.get_tensor(n) for n in names}
+
+
+def run_cli(argv, capsys):
+    """``(status, stdout, stderr)`` of ``elmo-tf ARGV`` run in this process."""
+    from elmo_tf.cli.main import main
+
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err

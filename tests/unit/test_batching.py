@@ -3,6 +3,7 @@ batches, JAX's position buckets."""
 
 import numpy as np
 import pytest
+from support.batches import check_batches
 
 from elmo_tf.models import length_batches
 
@@ -27,24 +28,11 @@ def test_token_vector_cache_is_bounded_lru():
         TokenVectorCache(-1)
 
 
-def _check_batches(batches, lengths, batch_size, max_batch_tokens):
-    """Every sentence once, longest first; each batch within both limits."""
-    lengths = np.asarray(lengths)
-    assert sorted(np.concatenate([[], *batches]).astype(int).tolist()) == list(range(len(lengths)))
-    for before, after in zip(batches, batches[1:]):
-        assert lengths[before].min() >= lengths[after].max()
-    for indices in batches:
-        rows, longest = len(indices), int(lengths[indices].max())
-        assert 1 <= rows <= batch_size
-        if max_batch_tokens:
-            assert rows * longest <= max_batch_tokens or rows == 1, (rows, longest)
-
-
 @pytest.mark.parametrize("batch_size, max_batch_tokens", [(4, 16), (64, 3072), (3, 1), (5, None)])
 def test_token_budget_batches_respect_both_limits(batch_size, max_batch_tokens):
     lengths = np.random.default_rng(0).integers(0, 130, size=500).tolist() + [0, 0, 400]
     batches = length_batches.length_batches(lengths, batch_size, max_batch_tokens)
-    _check_batches(batches, lengths, batch_size, max_batch_tokens)
+    check_batches(batches, lengths, batch_size, max_batch_tokens)
     if max_batch_tokens:  # rows are only cut where the budget demands it
         for indices in batches[:-1]:
             longest = max(int(np.max(np.asarray(lengths)[indices])), 1)

@@ -8,6 +8,7 @@ import json
 import os
 
 import pytest
+from support.beam_corpus import RUNNER, write_corpus
 from support.text_edges import edge_lines
 
 from elmo_tf.beam import ElmoModelHandler, ElmoSavedModelHandler, pipeline
@@ -15,39 +16,10 @@ from elmo_tf.cli import beam as beam_command
 from elmo_tf.cli.main import main as elmo_tf_main
 from elmo_tf.text_lines import read_text_lines
 
-MAX_TOKENS = 12
-
-
-RUNNER = ["--runner=FnApiRunner", "--direct_running_mode=multi_processing"]
-
-
-RUNNER += ["--direct_num_workers=2"]
-
-
-# name -> (bytes of the file, {line: reason fragment} of its dead letters)
-FILES = {
-    "a.txt": (
-        codecs.BOM_UTF8
-        + "The cat sat on the mat .\n\nZürich café 中文 😀\n  spaces   around  \n\n".encode()
-        + " ".join(f"w{i}" for i in range(MAX_TOKENS)).encode(),  # the limit exactly, no "\n"
-        {},
-    ),
-    "b.txt": (
-        b"First line .\r\nbad \xff byte\r\n\r\nnul \x00 here\r\n"
-        + " ".join(["long"] * (MAX_TOKENS + 1)).encode()
-        + b"\r\nold mac\rline end\r\n",
-        {1: "is not valid UTF-8", 3: "holds a NUL byte", 4: "(max_tokens_per_line)"},
-    ),
-    "c.txt": ("\n".join(f"sentence number {i} ." for i in range(40)).encode() + b"\n", {}),
-}
-
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("corpus")
-    for name, (data, _) in FILES.items():
-        (directory / name).write_bytes(data)
-    return directory
+    return write_corpus(tmp_path_factory.mktemp("corpus"))
 
 
 def test_handler_batching_defaults():

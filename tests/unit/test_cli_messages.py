@@ -2,37 +2,10 @@
 warnings, and the suggestion for a model name that is not one."""
 
 import pytest
+from support.console import KEPT, NATIVE_NOISE
 
 from elmo_tf import native_logs
 from elmo_tf.cli.main import _all_parsers, build_parser
-
-NATIVE_NOISE = [
-    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
-    "I0000 00:00:1795431059.823246    2784 port.cc:153] oneDNN custom operations are on.",
-    "I0000 00:00:1795431059.823593    2784 cudart_stub.cc:31] Could not find cuda drivers on "
-    "your machine, GPU will not be used.",
-    "I0000 00:00:1795431059.871603    2784 cpu_feature_guard.cc:227] This TensorFlow binary is "
-    "optimized to use available CPU instructions in performance-critical operations.",
-    "To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow "
-    "with the appropriate compiler flags.",
-    "E0000 00:00:1795431063.740748    2827 cuda_platform.cc:52] failed call to cuInit: INTERNAL: "
-    "CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
-    "E0000 00:00:1795431501.418101    6295 util.cc:131] oneDNN supports DT_BOOL only on platforms "
-    "with AVX-512. Falling back to the default Eigen-based implementation if present.",
-    "E0000 00:00:1795431501.418101    6295 util.cc:131] oneDNN supports DT_INT64 only on platforms "
-    "with AVX-512. Falling back to the default Eigen-based implementation if present.",
-    "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",
-]
-
-
-KEPT = [
-    "elmo-tf embed: error: nope.txt: input file not found",
-    "W0000 00:00:1795431501.418101    6295 op_kernel.cc:1857] OP_REQUIRES failed: OOM",
-    "E0000 00:00:1795431501.418101    6295 dso_loader.cc:70] Could not load libcudnn.so.9",
-    "F0000 00:00:1795431501.418101    6295 cuda_platform.cc:9] Check failed: fatal",
-    "4/4 sentences [==============================] 45 tokens/s, 0.6s",
-]
-
 
 # The first word of every command's description: an imperative, as in "Embed every line".
 VERBS = {"Compute", "Count", "Download", "Embed", "Export", "Fetch", "List", "Remove", "Run",
@@ -122,51 +95,3 @@ def test_a_model_name_that_is_not_one_says_what_was_meant(tmp_path, capsys):
         out, err = capsys.readouterr()
         assert out == "" and fragment in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "o.hdf5").exists()
-
-
-# command -> (arguments, exit status, what its one line of stderr holds)
-COMMANDS = {
-    "embed": (["embed", "nosuch.txt", "out.hdf5"], 1, "nosuch.txt: input file not found"),
-    "export": (
-        ["export", "saved-model", "out", "--options", "nosuch.json", "--weights", "w.hdf5"],
-        1,
-        "nosuch.json: options file not found",
-    ),
-    "serve": (["serve", "--model-base-path", "nosuch"], 1, "nosuch is not a directory"),
-    "client": (["client", "--server", "127.0.0.1:1", "hello"], 1, "127.0.0.1:1: UNAVAILABLE"),
-    "train": (
-        ["train", "nosuch.txt", "--checkpoint-dir", "ck"],
-        1,
-        "nosuch.txt: training file or directory not found",
-    ),
-    "evaluate": (
-        ["evaluate", "nosuch", "nosuch.txt"],
-        1,
-        "nosuch.txt: held-out file or directory not found",
-    ),
-    "senses": (
-        ["senses", "--options", "nosuch.json", "--weights", "w.hdf5"],
-        1,
-        "nosuch.json: options file not found",
-    ),
-    "dump-weights": (
-        ["dump-weights", "nosuch", "out"],
-        1,
-        "nosuch: neither a checkpoint directory nor a checkpoint prefix",
-    ),
-    "build-vocab": (
-        ["build-vocab", "nosuch.txt", "-o", "v.txt"],
-        1,
-        "nosuch.txt: training file or directory not found",
-    ),
-    "beam": (["beam", "--input", "nosuch.txt", "--output", "out/x"], 1, "no input file matches"),
-    "download": (["download", "nosuch"], 1, "unknown model 'nosuch'; published models:"),
-    "cache": (["cache", "list"], 0, None),
-}
-
-
-def test_every_command_is_listed():
-    from elmo_tf.cli.main import COMMANDS as MODULES
-
-    names = {"vocab": "build-vocab", "dump_weights": "dump-weights"}
-    assert sorted(COMMANDS) == sorted(names.get(m, m) for m in MODULES)

@@ -10,8 +10,10 @@ import numpy as np
 import onnx
 import onnxruntime
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+from google.protobuf import text_format
+from support.onnx_models import identity_model
 from support.special_files import special_file
+from support.triton import triton_model_config_class
 
 from elmo_tf.cli.main import main
 from elmo_tf.errors import ExportError, ModelFileError
@@ -41,86 +43,12 @@ def test_operators_outside_onnx_are_reported():
     ]
 
 
-def _identity_model(path, initializer=None):
-    value = onnx.helper.make_tensor_value_info
-    graph = onnx.helper.make_graph(
-        [onnx.helper.make_node("Identity", ["w" if initializer else "x"], ["y"])],
-        "g",
-        [] if initializer else [value("x", onnx.TensorProto.INT32, [None, None, 50])],
-        [value("y", onnx.TensorProto.FLOAT if initializer else onnx.TensorProto.INT32, None)],
-        initializer=[initializer] if initializer else [],
-    )
-    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", OPSET)])
-    path.write_bytes(model.SerializeToString())
-    return path
-
-
-def _triton_model_config_class():
-    """Triton's ``inference.ModelConfig`` message, the fields the export writes (names, types
-    and numbers of Triton's model_config.proto), for protobuf's own text-format parser: it
-    refuses a field that does not exist and a value of the wrong type."""
-    proto = descriptor_pb2.FileDescriptorProto(
-        name="triton_model_config_subset.proto", package="inference", syntax="proto3"
-    )
-    data_type = proto.enum_type.add(name="DataType")
-    for number, name in enumerate(
-        ["INVALID", "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
-         "INT64", "FP16", "FP32", "FP64", "STRING", "BF16"]
-    ):  # fmt: skip
-        data_type.value.add(name=f"TYPE_{name}", number=number)
-    field = descriptor_pb2.FieldDescriptorProto
-    optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
-
-    def message(name, fields):
-        entry = proto.message_type.add(name=name)
-        for number, (field_name, kind, label, type_name) in fields.items():
-            entry.field.add(
-                name=field_name, number=number, type=kind, label=label, type_name=type_name
-            )
-
-    message("ModelTensorReshape", {1: ("shape", field.TYPE_INT64, repeated, None)})
-    tensor = {
-        1: ("name", field.TYPE_STRING, optional, None),
-        2: ("data_type", field.TYPE_ENUM, optional, ".inference.DataType"),
-        5: ("reshape", field.TYPE_MESSAGE, optional, ".inference.ModelTensorReshape"),
-    }
-    message("ModelInput", {**tensor, 4: ("dims", field.TYPE_INT64, repeated, None)})
-    message("ModelOutput", {**tensor, 3: ("dims", field.TYPE_INT64, repeated, None)})
-    message(
-        "ModelDynamicBatching",
-        {
-            1: ("preferred_batch_size", field.TYPE_INT32, repeated, None),
-            2: ("max_queue_delay_microseconds", field.TYPE_UINT64, optional, None),
-        },
-    )
-    message(
-        "ModelConfig",
-        {
-            1: ("name", field.TYPE_STRING, optional, None),
-            2: ("platform", field.TYPE_STRING, optional, None),
-            17: ("backend", field.TYPE_STRING, optional, None),
-            4: ("max_batch_size", field.TYPE_INT32, optional, None),
-            5: ("input", field.TYPE_MESSAGE, repeated, ".inference.ModelInput"),
-            6: ("output", field.TYPE_MESSAGE, repeated, ".inference.ModelOutput"),
-            11: (
-                "dynamic_batching",
-                field.TYPE_MESSAGE,
-                optional,
-                ".inference.ModelDynamicBatching",
-            ),
-        },
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("inference.ModelConfig"))
-
-
 def test_triton_config_is_refused_with_a_misspelt_field():
     # The negative control of the parser above: it refuses what Triton would refuse.
     with pytest.raises(text_format.ParseError, match="max_batch_sizes"):
-        text_format.Parse("max_batch_sizes: 4", _triton_model_config_class()())
+        text_format.Parse("max_batch_sizes: 4", triton_model_config_class()())
     with pytest.raises(text_format.ParseError):
-        text_format.Parse('input [ { dims: [ "x" ] } ]', _triton_model_config_class()())
+        text_format.Parse('input [ { dims: [ "x" ] } ]', triton_model_config_class()())
 
 
 def test_export_user_errors_exit_1_before_the_model_loads(
@@ -196,7 +124,7 @@ def test_export_user_errors_exit_1_before_the_model_loads(
 def test_embed_onnx_user_errors_exit_1(tmp_path, capsys):
     sentences = tmp_path / "in.txt"
     sentences.write_text("Hello world\n", encoding="utf-8")
-    model = _identity_model(tmp_path / "m.onnx")
+    model = identity_model(tmp_path / "m.onnx")
     garbage = tmp_path / "garbage.onnx"
     garbage.write_bytes(b"not a model")
     out = str(tmp_path / "out.hdf5")
@@ -238,7 +166,7 @@ def test_onnx_runtime_logs_nothing_of_a_file_it_cannot_load(tmp_path, kind, capf
     offset = str(10**12) if kind == "past its end" else "0"
     for key, value in {"location": "data.bin", "offset": offset, "length": "16"}.items():
         weight.external_data.add(key=key, value=value)
-    model = _identity_model(tmp_path / "m.onnx", initializer=weight)
+    model = identity_model(tmp_path / "m.onnx", initializer=weight)
     sentences = tmp_path / "in.txt"
     sentences.write_text("Hello world\n", encoding="utf-8")
     capfd.readouterr()
@@ -266,7 +194,7 @@ def test_the_triton_config_drops_the_dynamic_batch_axis_of_each_tensor():
     config = onnx_triton.config_text(
         _graph({"char_ids": (onnx.TensorProto.INT32, [None, None, 50])}), max_batch_size=8
     )
-    message = text_format.Parse(config, _triton_model_config_class()())
+    message = text_format.Parse(config, triton_model_config_class()())
     assert message.max_batch_size == 8
     assert [list(t.dims) for t in message.input] == [[-1, 50]]
 

@@ -3,10 +3,9 @@ write over their model, in a process or through an export, are in
 integration/test_cli_outputs.py)."""
 
 import os
-import shutil
 
 import pytest
-from support.paths import TINY
+from support.files import fake_run
 
 from elmo_tf.cli.main import main
 from elmo_tf.presets.bundled import default_model_files
@@ -97,19 +96,6 @@ def test_standard_input_is_read_only_where_a_command_reads_one_stream(
     before = sorted(os.listdir(tmp_path))
     refused(argv, capsys, f"{label} is '-': this command reads no standard input")
     assert sorted(os.listdir(tmp_path)) == before
-
-
-def fake_run(directory):
-    """A run directory's files as a reader finds them (what is checked before TensorFlow
-    reads any of them): its options, vocabulary, training options and ``ckpt-1``."""
-    directory.mkdir()
-    shutil.copy(TINY / "options.json", directory / "options.json")
-    (directory / "vocab.txt").write_text("<S>\n</S>\n<UNK>\na\n", encoding="utf-8")
-    (directory / "training_options.json").write_text("{}", encoding="utf-8")
-    (directory / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n', encoding="utf-8")
-    for name in ("ckpt-1.index", "ckpt-1.data-00000-of-00001"):
-        (directory / name).write_bytes(b"checkpoint bytes")
-    return directory
 
 
 @pytest.mark.parametrize("name", ["options.json", "vocab.txt", "weights.hdf5", "softmax.hdf5"])

@@ -9,25 +9,14 @@ from support.paths import BILM
 from support.training import (
     FAST,
     make_corpus,
+    run_cli,
 )
 
 import elmo_tf
-from elmo_tf.cli.main import main
 from elmo_tf.training import data
 from elmo_tf.training.corpus import CorpusError, read_corpus
 from elmo_tf.training.log_uniform_sampler import LogUniformSampler
 from elmo_tf.training.vocabulary import Vocabulary, VocabularyError
-
-
-@pytest.fixture
-def corpus_file(tmp_path):
-    return make_corpus(tmp_path / "train.txt")
-
-
-def run_cli(argv, capsys):
-    status = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_vocabulary_order_min_count_and_round_trip(tmp_path):
