@@ -274,7 +274,10 @@ def test_deeply_nested_json(tmp_path):
         ),
         (lambda o: o["char_cnn"].update(n_highway=10**9), "'char_cnn.n_highway' is 1000000000"),
         (lambda o: o["char_cnn"].update(filters=[[1, 1]] * 33), "'char_cnn.filters' is 33, above"),
-        (lambda o: o["lstm"].update(dim=10**400), "'lstm.dim' is 1000000000000000000000000000"),
+        (
+            lambda o: o["lstm"].update(dim=10**400),
+            r"'lstm.dim' is 10{10,}\.\.\.0+, above the dimension limit of 32768",
+        ),
         (
             lambda o: o["lstm"].update(dim=32_000, projection_dim=32_000),
             "the model has 36866091120 parameters, above the parameters limit of 1000000000 "
