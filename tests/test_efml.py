@@ -382,3 +382,68 @@ def test_without_weights_the_folder_still_gives_its_token_mapping():
     sentences, golden = _golden()
     np.testing.assert_array_equal(model.batch_to_ids([sentences[0]])[0, :, :50],
                                   golden["char_ids_0"][1:-1] + 1)  # fmt: skip
+
+
+# ---------------------------------------------------------------- end to end: the command line
+
+
+@pytest.mark.slow
+def test_convert_writes_a_directory_that_loads_with_efmls_numbers(tmp_path, capsys):
+    from elmo_tf.cli.main import main
+    from elmo_tf.models import ELMo
+
+    out = tmp_path / "converted"
+    assert main(["convert", str(TINY), str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["options.json", "weights.hdf5"]
+    assert "2x10_6_14cnn_2xhighway_3word" in capsys.readouterr().err
+    model = ELMo.from_preset(str(out))
+    sentences, golden = _golden()
+    outputs = model.embed(sentences)
+    for i, sentence in enumerate(sentences):
+        np.testing.assert_allclose(outputs["elmo"][i, : len(sentence)], golden[f"average_{i}"],
+                                   rtol=0, atol=TOLERANCE)  # fmt: skip
+    assert main(["convert", str(TINY), str(out)]) == 1
+    assert "already holds options.json, weights.hdf5" in capsys.readouterr().err
+    assert main(["convert", str(TINY), str(out), "--overwrite"]) == 0
+
+
+@pytest.mark.slow
+def test_embed_an_efml_folder_to_hdf5_gives_efmls_layers(tmp_path):
+    import h5py
+
+    from elmo_tf.cli.main import main
+
+    sentences, golden = _golden()
+    # one line per sentence, whitespace-tokenised: a token holding U+3000 cannot be written
+    kept = [i for i, s in enumerate(sentences) if all(t.split() == [t] for t in s)]
+    text = tmp_path / "input.txt"
+    text.write_text("".join(" ".join(sentences[i]) + "\n" for i in kept), encoding="utf-8")
+    output = tmp_path / "out.hdf5"
+    assert main(["embed", str(text), str(output), "--model", str(TINY), "--all"]) == 0
+    with h5py.File(output) as f:
+        for line, i in enumerate(kept):
+            np.testing.assert_allclose(f[str(line)][...], golden[f"layers_{i}"], rtol=0,
+                                       atol=TOLERANCE, err_msg=f"sentence {i}")  # fmt: skip
+    assert len(kept) == 9
+
+
+def test_elmo_layer_takes_an_efml_folder():
+    from elmo_tf.export.elmo_layer import ElmoLayer
+
+    layer = ElmoLayer.from_preset(str(TINY), output_key="elmo")
+    sentences, golden = _golden()
+    vectors = np.asarray(layer(layer.elmo.batch_to_ids(sentences[:2])))
+    np.testing.assert_allclose(vectors[0, :4], golden["average_0"], rtol=0, atol=TOLERANCE)
+
+
+def test_a_keras_file_keeps_the_models_own_token_tables(efml_model, tmp_path):
+    import keras
+
+    efml_model.save(tmp_path / "efml.keras")
+    restored = keras.models.load_model(tmp_path / "efml.keras")
+    sentences, golden = _golden()
+    outputs = restored.embed(sentences[:3])
+    for i in range(3):
+        n = len(sentences[i])
+        np.testing.assert_allclose(outputs["elmo"][i, :n], golden[f"average_{i}"], rtol=0,
+                                   atol=TOLERANCE)  # fmt: skip

@@ -4,11 +4,14 @@ The graph (``call``, ``contextualize``) lives here; the host side of ``embed`` (
 the token-vector cache, compiled calls, assembling the results) in ``embedder``.
 """
 
+import os
+
 import keras
 import numpy as np
 from keras import ops
 
 from elmo_tf import backend, checks, presets, token_mappers, zip_archives
+from elmo_tf.codepoints import DATASETS as VOCABULARY_DATASETS
 from elmo_tf.codepoints import CodepointVocabulary
 from elmo_tf.config import ElmoConfig
 from elmo_tf.efml import conversion, model_folder
@@ -473,6 +476,24 @@ class ELMo(keras.Model):
             sentences, batch_size, initial_state, return_state, token_cache_size, max_batch_tokens
         )
 
+    def save_assets(self, dir_path):
+        """Keras's hook for a ``.keras`` file: a code-point model's token tables (its weight
+        file's ``vocabulary/*`` datasets) go beside its weights."""
+        vocabulary = getattr(self.token_mapper, "vocabulary", None)
+        if vocabulary is not None:
+            arrays = {name.rsplit("/", 1)[-1]: a for name, a in vocabulary.arrays().items()}
+            np.savez(os.path.join(dir_path, _VOCABULARY_ASSET), **arrays)
+
+    def load_assets(self, dir_path):
+        """Keras's hook: the tables ``save_assets`` wrote, checked as a weight file's are."""
+        path = os.path.join(dir_path, _VOCABULARY_ASSET)
+        if not self.config.uses_codepoints or not os.path.isfile(path):
+            return
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name.rsplit("/", 1)[-1]] for name in VOCABULARY_DATASETS}
+        vocabulary = CodepointVocabulary.from_arrays(self.config, arrays, path)
+        self.token_mapper = token_mappers.mapper_for(self.config, vocabulary)
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -484,6 +505,10 @@ class ELMo(keras.Model):
             dedupe_tokens=self.dedupe_tokens,
         )
         return config
+
+
+# A code-point model's token tables in a .keras file (ELMo.save_assets).
+_VOCABULARY_ASSET = "vocabulary.npz"
 
 
 def _from_efml_folder(cls, folder, load_weights, kwargs):
