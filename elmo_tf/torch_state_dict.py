@@ -27,10 +27,13 @@ the file and what is wrong with it.
 
 import collections
 import io
+import lzma
 import math
 import os
 import pickle
+import pickletools
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -246,14 +249,27 @@ def _read(f, size, source):
         raise ForeignModelError(f"{source}: not loaded: the {_WHAT} {e}") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, KeyError,
             IndexError, OverflowError, MemoryError, RecursionError, zipfile.BadZipFile,
-            UnicodeDecodeError) as e:  # fmt: skip
+            UnicodeDecodeError, NotImplementedError, RuntimeError, zlib.error,
+            lzma.LZMAError) as e:  # fmt: skip  # zipfile's, for damaged or encrypted members
         detail = " ".join(str(e).split())[:120] or type(e).__name__
         raise ForeignModelError(
             f"{source}: not a {_WHAT} in PyTorch's legacy or zip layout ({detail})"
         ) from None
 
 
+# Protocol 5's out-of-band buffer opcodes: never in a state_dict (PyTorch pickles with protocol
+# 2), and a damaged stream using them makes CPython print a SystemError of its own on failure.
+_REFUSED_OPCODES = ("BYTEARRAY8", "NEXT_BUFFER", "READONLY_BUFFER")
+
+
 def _load(f, storages=None, zip_layout=False, max_numel=0):
+    """One pickle from ``f``: its opcodes looked at first (``pickletools.genops``, which only
+    reads), then unpickled from the same place by the restricted unpickler."""
+    start = f.tell()
+    for opcode, _, _ in pickletools.genops(f):
+        if opcode.name in _REFUSED_OPCODES:
+            raise _Refused(f"uses the pickle opcode {opcode.name}, which a state_dict never holds")
+    f.seek(start)
     return _Unpickler(f, storages, zip_layout, max_numel).load()
 
 
@@ -317,12 +333,12 @@ def _read_zip(f, size, source):
         for key, storage in storages.items():
             info = members.get(f"data/{key}")
             if info is None:
-                raise _Refused(f"(a zip) has no data/{_printable(key)}")
+                raise _Refused(f"(a zip) has no data/{checks.shown(key, 60, quote=False)}")
             nbytes = storage.numel * storage.dtype.itemsize
             if info.file_size != nbytes:
                 raise _Refused(
-                    f"(a zip) has data/{_printable(key)} of {info.file_size} bytes, expected "
-                    f"{nbytes}"
+                    f"(a zip) has data/{checks.shown(key, 60, quote=False)} of {info.file_size} "
+                    f"bytes, expected {nbytes}"
                 )
             storage.values = np.frombuffer(_member(archive, info, nbytes), storage.dtype)
     return obj, storages

@@ -27,9 +27,11 @@ read (``classifier.pkl``, EFML's softmax) are not written.
 
 import dataclasses
 import io
+import lzma
 import os
 import stat
 import zipfile
+import zlib
 
 from elmo_tf import checks, files
 from elmo_tf.errors import ForeignModelError
@@ -61,6 +63,9 @@ _ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz", "
 # The first bytes of an archive (a gzip-compressed vocab.txt.gz is the one compressed file).
 _SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06", b"7z\xbc\xaf\x27\x1c", b"Rar!\x1a\x07",
                b"\xfd7zXZ\x00", b"BZh")  # fmt: skip
+# What zipfile raises for a damaged or unreadable member, besides BadZipFile.
+_DAMAGED = (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError, zlib.error,
+            lzma.LZMAError)  # fmt: skip
 _METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
 
 
@@ -80,7 +85,7 @@ def inspect(path):
             return _layout(archive, path)
     except ForeignModelError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as e:
+    except (*_DAMAGED, zipfile.LargeZipFile, OSError, ValueError) as e:
         raise ForeignModelError(f"{path}: not a readable zip archive ({_first_line(e)})") from None
 
 
@@ -91,7 +96,7 @@ def parse_archive(data, source="archive"):
             return _layout(archive, source)
     except ForeignModelError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
+    except (*_DAMAGED, zipfile.LargeZipFile, ValueError) as e:
         raise ForeignModelError(
             f"{source}: not a readable zip archive ({_first_line(e)})"
         ) from None
@@ -246,7 +251,7 @@ def extract(path, destination):
                 if name in NOT_EXTRACTED:
                     continue
                 _extract_member(archive, info, name, destination, path)
-    except zipfile.BadZipFile as e:  # a CRC mismatch, a damaged stream
+    except _DAMAGED as e:  # a CRC mismatch, a damaged stream, a flag zipfile cannot read
         files.remove(destination)
         raise ForeignModelError(f"{path}: damaged zip archive ({_first_line(e)})") from None
     except BaseException:

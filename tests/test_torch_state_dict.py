@@ -178,6 +178,12 @@ def _count_offset(data):
             lambda: torch_pickles.legacy_with_main(pickle.dumps({"w": "text"}, protocol=2)),
             "holds str under 'w', not a tensor",
         ),
+        (  # a storage that views another (PyTorch's view metadata)
+            lambda: torch_pickles.legacy_with_main(
+                _storage_pid(4).replace(b"NtQ", b"X\x01\x00\x00\x00vK\x00K\x01\x87tQ")
+            ),
+            "holds storage 'k' as a view of another storage",
+        ),
         (  # a persistent id that is not a storage (PyTorch's "module" source records)
             lambda: torch_pickles.legacy_with_main(
                 b"\x80\x02(X\x06\x00\x00\x00moduleK\x01K\x02K\x03tQ."
@@ -276,3 +282,14 @@ def test_fuzz_any_damaged_file_is_a_state_dict_or_one_error(data):
         assert "\n" not in str(e)
     else:
         assert all(isinstance(v, np.ndarray) for v in read.values())
+
+
+def test_a_zip_storage_of_the_wrong_size_is_refused():
+    source = zipfile.ZipFile(io.BytesIO(torch_pickles.zip_bytes({"w": np.ones(3, np.float32)})))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            target.writestr(name, data + b"\x00" * 4 if "/data/" in name else data)
+    with pytest.raises(ForeignModelError, match=r"has data/1000 of 16 bytes, expected 12"):
+        parse_state_dict(out.getvalue())
