@@ -148,6 +148,26 @@ def check_structure(config, path):
     _check_against(config, path, read_values=False)
 
 
+def parse_weight_file(config, data, source="weight file"):
+    """``({dataset: array}, vocabulary)`` of a weight file's bytes for ``config``, through
+    every check ``load_weights`` makes (``vocabulary``: a code-point model's
+    ``CodepointVocabulary``, else ``None``). The fuzz target of the weight file (and of its
+    vocabulary datasets)."""
+    import io  # lazy: a fuzz target's own need
+
+    table = [WeightEntry(name, None, shape, _same, _same) for name, shape in
+             expected_datasets(config).items()]  # fmt: skip
+    try:
+        f = h5py.File(io.BytesIO(bytes(data)), "r")
+    except OSError as e:
+        raise WeightFileError(
+            f"{source}: not a readable HDF5 weight file ({_first_line(e)})"
+        ) from None
+    with f:
+        arrays = {e.dataset: a for e, a in _checked_arrays(f, source, table)}
+        return arrays, _checked_vocabulary(f, source, config)
+
+
 def _check_against(config, path, read_values):
     path = os.fspath(path)
     table = [WeightEntry(name, None, shape, _same, _same) for name, shape in

@@ -447,3 +447,16 @@ def test_a_keras_file_keeps_the_models_own_token_tables(efml_model, tmp_path):
         n = len(sentences[i])
         np.testing.assert_allclose(outputs["elmo"][i, :n], golden[f"average_{i}"], rtol=0,
                                    atol=TOLERANCE)  # fmt: skip
+
+
+def test_fuzz_target_of_the_weight_file_reads_the_vocabulary(tmp_path):
+    from elmo_tf.weight_file import parse_weight_file, write_arrays
+
+    config, arrays = _converted()
+    write_arrays(arrays, tmp_path / "weights.hdf5")
+    data = (tmp_path / "weights.hdf5").read_bytes()
+    read, vocabulary = parse_weight_file(config, data)
+    np.testing.assert_array_equal(vocabulary.char_codepoints, arrays["vocabulary/char_codepoints"])
+    assert set(read) == {k for k in arrays if not k.startswith("vocabulary/")}
+    with pytest.raises(WeightFileError, match="weight file: not a readable HDF5 weight file"):
+        parse_weight_file(config, data[:1000])
