@@ -46,9 +46,16 @@ WORD_SPECIALS = ("oov", "bos", "eos", "pad")
 MAX_TOKEN_CODEPOINTS = characters.MAX_CHARS_PER_TOKEN - 2  # EFML's cut: max_chars - 2
 MAX_CODEPOINT = 0x10FFFF
 NO_CODEPOINT = -1  # an id no character maps to: id 0, the specials
-# The word vocabulary's bytes, at most this many per word on average (a bound on a file's
-# dataset before it is read; EFML's words are a few bytes each).
-MAX_BYTES_PER_WORD = 1024
+# The word vocabulary's bytes, at most this many per word on average and in all (bounds on a
+# file's dataset before it is read; EFML's words are a few bytes each, 150,000 at most).
+MAX_BYTES_PER_WORD = 256
+MAX_VOCABULARY_BYTES = 1 << 30
+
+
+def max_word_bytes(config):
+    """The most bytes ``vocabulary/words`` may hold for ``config``."""
+    return min(config.n_words * MAX_BYTES_PER_WORD, MAX_VOCABULARY_BYTES)
+
 
 DATASETS = ("vocabulary/char_codepoints", "vocabulary/words", "vocabulary/word_offsets")
 

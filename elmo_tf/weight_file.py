@@ -382,7 +382,7 @@ def _checked_vocabulary(f, path, config, read_values=True):
         return None
     limits = {
         codepoints.DATASETS[0]: config.n_characters,
-        codepoints.DATASETS[1]: config.n_words * codepoints.MAX_BYTES_PER_WORD,
+        codepoints.DATASETS[1]: codepoints.max_word_bytes(config),
         codepoints.DATASETS[2]: config.n_words + 1 if config.n_words else 0,
     }
     arrays = {}

@@ -104,9 +104,11 @@ def parse_archive(data, source="archive"):
 
 def is_zip(path):
     """Whether ``path`` is a regular file that starts as a zip archive does."""
+    if not os.path.isfile(path):  # never opened: a named pipe would block the read
+        return False
     try:
         with open(path, "rb") as f:
-            return os.path.isfile(path) and f.read(4) == b"PK\x03\x04"
+            return f.read(4) == b"PK\x03\x04"
     except OSError:
         return False
 

@@ -460,3 +460,10 @@ def test_fuzz_target_of_the_weight_file_reads_the_vocabulary(tmp_path):
     assert set(read) == {k for k in arrays if not k.startswith("vocabulary/")}
     with pytest.raises(WeightFileError, match="weight file: not a readable HDF5 weight file"):
         parse_weight_file(config, data[:1000])
+
+
+def test_a_model_over_the_size_limits_is_refused_naming_the_model_config(folder, monkeypatch):
+    monkeypatch.setenv("ELMO_TF_MAX_DIMENSION", "8")
+    with pytest.raises(ForeignModelError) as error:
+        conversion.convert(model_folder.read_folder(folder))
+    assert str(error.value).startswith(f"{folder / 'cnn_tiny.json'}: 'encoder.dim' is 10, above")

@@ -29,8 +29,9 @@ The mix of the layers needs nothing: EFML's ``output_layer=-1`` is their plain m
 import numpy as np
 
 from elmo_tf.codepoints import CODEPOINTS, CodepointVocabulary
-from elmo_tf.config import ElmoConfig
+from elmo_tf.config import ElmoConfig, InvalidValue
 from elmo_tf.efml.model_folder import MAX_CHARACTERS_PER_TOKEN
+from elmo_tf.errors import ForeignModelError
 
 
 def config_of(model, size_limits=None):
@@ -39,6 +40,29 @@ def config_of(model, size_limits=None):
     _, char_specials, word_specials = CodepointVocabulary.from_lexicons(
         model.char_lexicon, model.word_lexicon
     )
+    try:
+        return _checked_config(model, c, char_specials, word_specials, size_limits)
+    except InvalidValue as e:  # named as the model config names it
+        subject = "the model" if e.key is None else f"'{_EFML_KEYS.get(e.key, e.key)}'"
+        source = model.config_source
+        if source == "standard":
+            source = f"{model.folder} (EFML's standard model config)"
+        raise ForeignModelError(f"{source}: {subject} {e.message}") from None
+
+
+# Our options' keys, as an EFML model config names the same values.
+_EFML_KEYS = {
+    "lstm.dim": "encoder.dim",
+    "lstm.projection_dim": "encoder.projection_dim",
+    "lstm.n_layers": "encoder.n_layers",
+    "char_cnn.filters": "token_embedder.filters",
+    "char_cnn.n_highway": "token_embedder.n_highway",
+    "char_cnn.embedding.dim": "token_embedder.char_dim",
+    "word_embedding.dim": "token_embedder.word_dim",
+}
+
+
+def _checked_config(model, c, char_specials, word_specials, size_limits):
     config = ElmoConfig(
         filters=c.filters,
         char_embedding_dim=c.char_dim,
