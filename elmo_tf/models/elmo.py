@@ -170,7 +170,9 @@ class ELMo(keras.Model):
                 folder, an NLPL repository archive (``.zip``) of either kind, or an NLPL
                 entry (``"nlpl:144"``, ``"efml-en"``: downloaded once into the cache).
             load_weights: load the trained weights (default); ``False`` gives the
-                architecture with random weights (no download).
+                architecture with random weights (no download of a published model; an NLPL
+                entry's archive, which alone holds its architecture, is fetched all the same,
+                and an ELMoForManyLangs model keeps its token mapping).
             **kwargs: passed to ``ELMo`` (``num_output_representations``, ``dropout``...).
 
         >>> model = elmo_tf.ELMo.from_preset("small")  # downloads 54 MB the first time
