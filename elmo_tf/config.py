@@ -22,7 +22,7 @@ import dataclasses
 import json
 import math
 
-from elmo_tf import characters, checks, environment, files, options_file
+from elmo_tf import characters, checks, codepoints, environment, files, options_file
 from elmo_tf.errors import OptionsError
 
 SIZE_LIMITS = {"parameters": 1_000_000_000, "dimension": 32_768, "layers": 32}
@@ -77,7 +77,16 @@ class ElmoConfig:
         proj_clip: clip value for the projected output (``None``: no clipping).
         use_skip_connections: add each LSTM layer's input to its output, from layer 2 on.
         max_characters_per_token: character slots per token (50 in every published model).
-        n_characters: character vocabulary size (262 at inference; bilm-tf trains with 261).
+        n_characters: character ids, 0 (a padded token position) included: 262 at inference
+            and 261 in training with UTF-8 bytes; the table's size with code points.
+        character_scheme: how a token becomes character ids: ``"utf8-bytes"`` (bilm-tf's,
+            ``elmo_tf.characters``) or ``"codepoints"`` (ELMoForManyLangs', a per-model table
+            of code points: ``elmo_tf.codepoints``).
+        special_characters: with code points, the ids of ``codepoints.CHAR_SPECIALS``.
+        word_embedding_dim: width of the word embedding concatenated before the token
+            projection (ELMoForManyLangs' word branch); 0: none.
+        n_words: word ids, 0 (a padded position) included; 0 without a word embedding.
+        special_words: with a word embedding, the ids of ``codepoints.WORD_SPECIALS``.
     """
 
     filters: tuple
@@ -92,6 +101,11 @@ class ElmoConfig:
     use_skip_connections: bool = True
     max_characters_per_token: int = characters.MAX_CHARS_PER_TOKEN
     n_characters: int = characters.NUM_CHAR_IDS
+    character_scheme: str = codepoints.UTF8_BYTES
+    special_characters: tuple | None = None
+    word_embedding_dim: int = 0
+    n_words: int = 0
+    special_words: tuple | None = None
 
     def __post_init__(self):
         try:
@@ -103,6 +117,16 @@ class ElmoConfig:
                 f"{checks.shown(self.filters)}",
             ) from None
         object.__setattr__(self, "filters", filters)
+        for name, names in (
+            ("special_characters", codepoints.CHAR_SPECIALS),
+            ("special_words", codepoints.WORD_SPECIALS),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                value = options_file.special_ids_tuple(value, names, name)
+            if isinstance(value, list):
+                value = tuple(value)
+            object.__setattr__(self, name, value)
         self.validate()
         for name in ("cell_clip", "proj_clip"):  # 3 and 3.0 are one config
             if getattr(self, name) is not None:
@@ -120,28 +144,50 @@ class ElmoConfig:
 
     @property
     def uses_token_projection(self):
-        # bilm-tf only projects the CNN output when its width differs from P.
-        return self.n_filters != self.projection_dim
+        # bilm-tf only projects the CNN output when its width differs from P; a word branch
+        # is always projected with it (ELMoForManyLangs).
+        return self.word_embedding_dim > 0 or self.n_filters != self.projection_dim
+
+    @property
+    def uses_codepoints(self):
+        """Whether tokens are mapped by a per-model code-point table (``elmo_tf.codepoints``)."""
+        return self.character_scheme == codepoints.CODEPOINTS
+
+    @property
+    def id_width(self):
+        """Ids per token row the model takes: the character slots, then the word id when the
+        model has a word embedding (``elmo_tf.codepoints``)."""
+        return self.max_characters_per_token + (1 if self.word_embedding_dim else 0)
+
+    @property
+    def char_table_rows(self):
+        """Rows of the model's character table: 262 with UTF-8 bytes (even for 261 ids), the
+        ids with code points."""
+        return self.n_characters if self.uses_codepoints else characters.NUM_CHAR_IDS
 
     @property
     def parameter_count(self):
         """Number of weights of the biLM (every variable the weight file fills)."""
         e, f, p, d = self.char_embedding_dim, self.n_filters, self.projection_dim, self.lstm_dim
-        count = characters.NUM_CHAR_IDS * e  # the model always has a row per id, 0 included
+        count = self.char_table_rows * e  # the model always has a row per id, 0 included
         count += sum(width * e * num + num for width, num in self.filters)
         count += self.n_highway * 2 * (f * f + f)
+        count += self.n_words * self.word_embedding_dim
         if self.uses_token_projection:
-            count += f * p + p
+            count += (f + self.word_embedding_dim) * p + p
         # Per direction and layer: W_0 over [x; h] (2P, 4D), B (4D,), W_P_0 (D, P).
         count += 2 * self.n_lstm_layers * (2 * p * 4 * d + 4 * d + d * p)
         return count
 
     def describe(self):
         """The architecture in the published models' naming: ``2x4096_512_2048cnn_2xhighway``."""
-        return (
+        described = (
             f"{self.n_lstm_layers}x{self.lstm_dim}_{self.projection_dim}_{self.n_filters}cnn_"
             f"{self.n_highway}xhighway"
         )
+        if self.word_embedding_dim:
+            described += f"_{self.word_embedding_dim}word"
+        return described
 
     def validate(self):
         """Raises ``OptionsError`` naming the first value that breaks its rule (the rules:
@@ -149,6 +195,8 @@ class ElmoConfig:
         for field in options_file.FIELDS:
             if problem := field.check(getattr(self, field.attribute)):
                 raise InvalidValue(field.key, problem)
+        if found := options_file.cross_check(self):
+            raise InvalidValue(*found)
 
     def check_size(self, size_limits=None):
         """Refuses a config larger than the limits (see the module docstring).

@@ -5,6 +5,8 @@ variable                       values
 =============================  ==========================================================
 ``ELMO_TF_CACHE_DIR``          a directory for downloaded models (``elmo_tf.presets.cache``)
 ``ELMO_TF_MODEL_BASE_URL``     an ``http://`` or ``https://`` mirror of the published models
+``ELMO_TF_NLPL_BASE_URL``      an ``http://`` or ``https://`` mirror of the NLPL repository
+                               (``elmo_tf.presets.nlpl``)
 ``ELMO_TF_OFFLINE``            ``1``, ``true``, ``yes`` (never touch the network) or ``0``,
                                ``false``, ``no``, empty
 ``ELMO_TF_LSTM_LAYOUT``        ``per_gate`` or ``fused`` (``layers.lstm_layout``)
@@ -78,6 +80,7 @@ def _limit(name, text):
 VARIABLES = {
     "ELMO_TF_CACHE_DIR": (_text, None),
     "ELMO_TF_MODEL_BASE_URL": (_url, None),
+    "ELMO_TF_NLPL_BASE_URL": (_url, None),
     "ELMO_TF_OFFLINE": (_switch, False),
     "ELMO_TF_LSTM_LAYOUT": (_layout, None),
     "ELMO_TF_MAX_PARAMETERS": (_limit, None),

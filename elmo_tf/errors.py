@@ -19,6 +19,12 @@ class WeightFileError(ElmoError, ValueError):
     """A weight file is missing, unreadable, or does not fit the model."""
 
 
+class ForeignModelError(ElmoError, ValueError):
+    """A model file of another library (ELMoForManyLangs' PyTorch pickles, dictionaries and
+    config, an NLPL repository archive) that cannot be read as that library wrote it; nothing
+    in it was run."""
+
+
 class PresetError(ElmoError, ValueError):
     """A preset name or directory that names no usable model."""
 

@@ -7,6 +7,13 @@ limits it counts against and how it is written back. Reading (``config_from_opti
 config's checks (``ElmoConfig.validate``, ``ElmoConfig.check_size``), the typo check
 (``KNOWN_KEYS``) and writing (``to_options``) all go through it.
 
+Two optional sections extend bilm-tf's format for models converted from ELMoForManyLangs
+(``elmo-tf convert``; docs/models.md, "The format extension"): ``characters`` (the character
+scheme: ``utf8-bytes``, bilm-tf's and the default, or ``codepoints`` with the ids of the six
+special characters) and ``word_embedding`` (the word branch: its width, its number of ids and
+the ids of its four special words). A file without them is read as before, and a config
+without them writes none of their keys.
+
 The file is untrusted input: it is read no further than ``MAX_OPTIONS_BYTES``
 (``elmo_tf.untrusted_files``), parsed as strict JSON (a key given twice refused), its structure
 walked (``lstm`` and ``char_cnn`` objects, the required keys), a key one typo away from a key
@@ -17,7 +24,7 @@ once and bounds the model's size. Errors name the file and the key.
 import dataclasses
 import math
 
-from elmo_tf import characters, checks, untrusted_files
+from elmo_tf import characters, checks, codepoints, untrusted_files
 from elmo_tf.errors import OptionsError
 
 # An official options.json is a few hundred bytes; reading stops well before memory is at risk.
@@ -73,8 +80,86 @@ def _activation(value):
 def _n_characters(value):
     if not checks.is_integer(value):
         return f"must be an integer, got {checks.shown(value)}"
-    if value not in N_CHARACTERS:
-        return f"must be 261 or 262, got {checks.shown(value)}"
+    if value < 1:  # each scheme's own rule: cross_check
+        return f"must be a positive integer, got {checks.shown(value)}"
+    return None
+
+
+def _scheme(value):
+    if not isinstance(value, str) or value not in codepoints.SCHEMES:
+        return f"must be one of {codepoints.SCHEMES}, got {checks.shown(value)}"
+    return None
+
+
+def _special_ids(names):
+    """The rule of a special-ids table: ``None`` (absent) or one positive id per name, as
+    ``ElmoConfig`` holds it (a tuple in ``names``' order; the file's object is converted
+    first, ``special_ids_tuple``)."""
+
+    def check(value):
+        if value is None:
+            return None
+        if not isinstance(value, tuple) or len(value) != len(names):
+            return f"must be an object with the ids of {', '.join(names)}"
+        if not all(checks.is_integer(v) and v >= 1 for v in value):
+            return f"must give a positive integer id for each of {', '.join(names)}"
+        if len(set(value)) != len(value) and names == codepoints.CHAR_SPECIALS:
+            return "must give each special character its own id"
+        return None
+
+    return check
+
+
+def special_ids_tuple(value, names, key):
+    """A special-ids object of the file (``{"bos": 3, ...}``) as the config's tuple in
+    ``names``' order; ``OptionsError`` naming ``key`` for other keys; other values as they are
+    (the field's rule refuses them)."""
+    if not isinstance(value, dict):
+        return value
+    if sorted(value) != sorted(names):
+        raise OptionsError(
+            f"'{key}' must have the keys {', '.join(names)}, got {checks.shown(sorted(value))}"
+        )
+    return tuple(value[name] for name in names)
+
+
+def _named(names):
+    return lambda value: dict(zip(names, value))
+
+
+def cross_check(config):
+    """``(key, problem)`` for the first rule between fields that ``config`` breaks, else
+    ``None``: the character scheme against ``n_characters`` and its special ids, the word
+    branch's width against its ids."""
+    n_chars, specials = config.n_characters, config.special_characters
+    if config.character_scheme == codepoints.UTF8_BYTES:
+        if n_chars not in N_CHARACTERS:
+            return "char_cnn.n_characters", f"must be 261 or 262, got {checks.shown(n_chars)}"
+        if specials is not None:
+            return "characters.special_ids", "is for the codepoints scheme only"
+        if config.word_embedding_dim:
+            return "word_embedding.dim", (
+                "needs the codepoints character scheme (its word vocabulary comes with it)"
+            )
+    else:
+        if n_chars < len(codepoints.CHAR_SPECIALS) + 1:
+            return "char_cnn.n_characters", (
+                f"must be at least {len(codepoints.CHAR_SPECIALS) + 1} with code points (id 0 "
+                f"and the special characters), got {n_chars}"
+            )
+        if specials is None:
+            return "characters.special_ids", "is required with the codepoints scheme"
+        if max(specials) >= n_chars:
+            return "characters.special_ids", f"must be ids below n_characters ({n_chars})"
+    words, dim, word_specials = config.n_words, config.word_embedding_dim, config.special_words
+    if bool(words) != bool(dim):
+        return "word_embedding.n_words", "and 'word_embedding.dim' must both be given, or neither"
+    if words and word_specials is None:
+        return "word_embedding.special_ids", "is required with a word embedding"
+    if not words and word_specials is not None:
+        return "word_embedding.special_ids", "is for a word embedding only"
+    if words and max(word_specials) >= words:
+        return "word_embedding.special_ids", f"must be ids below n_words ({words})"
     return None
 
 
@@ -146,6 +231,7 @@ class Field:
     check: object
     sizes: object = lambda value: []
     written: object = lambda value: value
+    optional: bool = False  # written only when it is not its default (the extension's keys)
 
 
 # In the published files' order (written back in it), except that filters come first in
@@ -167,6 +253,23 @@ FIELDS = (
         "max_characters_per_token",
         characters.MAX_CHARS_PER_TOKEN,
         _max_characters,
+    ),
+    Field("characters.scheme", "character_scheme", codepoints.UTF8_BYTES, _scheme, optional=True),
+    Field(
+        "characters.special_ids",
+        "special_characters",
+        None,
+        _special_ids(codepoints.CHAR_SPECIALS),
+        written=_named(codepoints.CHAR_SPECIALS),
+    ),
+    Field("word_embedding.dim", "word_embedding_dim", 0, _count(0), _width, optional=True),
+    Field("word_embedding.n_words", "n_words", 0, _count(0), optional=True),
+    Field(
+        "word_embedding.special_ids",
+        "special_words",
+        None,
+        _special_ids(codepoints.WORD_SPECIALS),
+        written=_named(codepoints.WORD_SPECIALS),
     ),
 )
 
@@ -210,6 +313,14 @@ def config_from_options(config_class, options, source="options", size_limits=Non
         raise OptionsError(f"{source}: expected a JSON object, got {type(options).__name__}")
     _check_key_spelling(options, source)
     values = {field.attribute: _value(options, field, source) for field in FIELDS}
+    for attribute, key, names in (
+        ("special_characters", "characters.special_ids", codepoints.CHAR_SPECIALS),
+        ("special_words", "word_embedding.special_ids", codepoints.WORD_SPECIALS),
+    ):
+        try:
+            values[attribute] = special_ids_tuple(values[attribute], names, key)
+        except OptionsError as e:
+            raise OptionsError(f"{source}: {e}") from None
     filters = values["filters"]
     # The file's form of the filters (JSON lists of two integers); the config checks them once
     # converted, a file's [1, 8, 3] is no pair to convert.
@@ -249,11 +360,12 @@ def _value(options, field, source):
 
 
 def to_options(config):
-    """The options.json dict of ``config`` (every field; a clip of ``None`` left out)."""
+    """The options.json dict of ``config`` (every field; a clip of ``None`` left out, and the
+    extension's keys when they hold their defaults)."""
     options = {}
     for field in FIELDS:
         value = getattr(config, field.attribute)
-        if value is None:
+        if value is None or (field.optional and value == field.default):
             continue
         *sections, name = field.key.split(".")
         node = options

@@ -21,6 +21,16 @@ dataset                                                 variable (transform)
 ======================================================  ==================================
 
 ``d`` is 0 for the forward and 1 for the backward direction.
+
+A model converted from ELMoForManyLangs (``config.character_scheme == "codepoints"``; docs/
+models.md, "The format extension") has its own character table, so ``char_embed`` has
+``n_characters - 1`` rows, and, with a word embedding of width W, ``word_embed``
+``(n_words - 1, W)`` (a zero row for id 0 prepended, as for ``char_embed``) and
+``CNN_proj/W_proj`` ``(W + F, P)``, the word rows first. Its token mapping's tables are
+datasets too, read with the same checks (bounded by the options before anything is read) and
+given to the model's ``token_mapper``, never to a variable: ``vocabulary/char_codepoints``
+``(n_characters,)`` int32, ``vocabulary/words`` uint8 and ``vocabulary/word_offsets``
+``(n_words + 1,)`` int64 (``elmo_tf.codepoints.CodepointVocabulary``).
 """
 
 import dataclasses
@@ -31,7 +41,7 @@ import typing
 import h5py
 import numpy as np
 
-from elmo_tf import characters, files, untrusted_files
+from elmo_tf import codepoints, files, token_mappers, untrusted_files
 from elmo_tf.errors import WeightFileError
 
 
@@ -58,12 +68,9 @@ def weight_table(model):
         table.append(WeightEntry(dataset, variable, shapes[dataset], from_file, to_file))
 
     # The file has no row for id 0 (a padded token position); its row is zeros.
-    add(
-        "char_embed",
-        encoder.char_embedding.embeddings,
-        from_file=lambda w: np.concatenate([np.zeros([1, w.shape[1]], w.dtype), w]),
-        to_file=lambda v: v[1:],
-    )
+    add("char_embed", encoder.char_embedding.embeddings, _with_zero_row, _without_zero_row)
+    if encoder.word_embedding is not None:  # the same for word id 0
+        add("word_embed", encoder.word_embedding.embeddings, _with_zero_row, _without_zero_row)
     for i, (kernel, bias) in enumerate(zip(encoder.cnn.kernels, encoder.cnn.biases)):
         # Written by a Conv2D over (1, chars): the kernel has a leading height axis of 1.
         add(f"CNN/W_cnn_{i}", kernel, from_file=lambda w: w[0], to_file=lambda v: v[None])
@@ -87,13 +94,27 @@ def weight_table(model):
     return table
 
 
+def _with_zero_row(w):
+    return np.concatenate([np.zeros([1, w.shape[1]], w.dtype), w])
+
+
+def _without_zero_row(v):
+    return v[1:]
+
+
+# The datasets whose file may hold the id-0 row already (one row more than expected).
+_ZERO_ROW_DATASETS = ("char_embed", "word_embed")
+
+
 def expected_datasets(config):
     """``{dataset: shape in the file}`` of an official weight file for ``config`` (an
     ``ElmoConfig``), in the order of ``weight_table``: what a file is checked against before
     a model exists (``check_file``)."""
     e, f, p, d = (config.char_embedding_dim, config.n_filters, config.projection_dim,
                   config.lstm_dim)  # fmt: skip
-    shapes = {"char_embed": (characters.NUM_CHAR_IDS - 1, e)}
+    shapes = {"char_embed": (config.char_table_rows - 1, e)}
+    if config.word_embedding_dim:
+        shapes["word_embed"] = (config.n_words - 1, config.word_embedding_dim)
     for i, (width, count) in enumerate(config.filters):
         shapes[f"CNN/W_cnn_{i}"] = (1, width, e, count)
         shapes[f"CNN/b_cnn_{i}"] = (count,)
@@ -102,7 +123,7 @@ def expected_datasets(config):
             shapes[f"CNN_high_{k}/W_{kind}"] = (f, f)
             shapes[f"CNN_high_{k}/b_{kind}"] = (f,)
     if config.uses_token_projection:
-        shapes["CNN_proj/W_proj"] = (f, p)
+        shapes["CNN_proj/W_proj"] = (config.word_embedding_dim + f, p)  # word rows first
         shapes["CNN_proj/b_proj"] = (p,)
     for direction in (0, 1):
         for layer in range(config.n_lstm_layers):
@@ -127,6 +148,26 @@ def check_structure(config, path):
     _check_against(config, path, read_values=False)
 
 
+def parse_weight_file(config, data, source="weight file"):
+    """``({dataset: array}, vocabulary)`` of a weight file's bytes for ``config``, through
+    every check ``load_weights`` makes (``vocabulary``: a code-point model's
+    ``CodepointVocabulary``, else ``None``). The fuzz target of the weight file (and of its
+    vocabulary datasets)."""
+    import io  # lazy: a fuzz target's own need
+
+    table = [WeightEntry(name, None, shape, _same, _same) for name, shape in
+             expected_datasets(config).items()]  # fmt: skip
+    try:
+        f = h5py.File(io.BytesIO(bytes(data)), "r")
+    except OSError as e:
+        raise WeightFileError(
+            f"{source}: not a readable HDF5 weight file ({_first_line(e)})"
+        ) from None
+    with f:
+        arrays = {e.dataset: a for e, a in _checked_arrays(f, source, table)}
+        return arrays, _checked_vocabulary(f, source, config)
+
+
 def _check_against(config, path, read_values):
     path = os.fspath(path)
     table = [WeightEntry(name, None, shape, _same, _same) for name, shape in
@@ -134,6 +175,7 @@ def _check_against(config, path, read_values):
     with _open(path, "r") as f:
         for _ in _checked_arrays(f, path, table, read_values):
             pass
+        _checked_vocabulary(f, path, config, read_values)
 
 
 def _open(path, mode):
@@ -272,11 +314,11 @@ def _check_datasets(f, path, table):
     checked = []
     for entry in table:
         dataset = f.get(entry.dataset)  # links were refused: this stays inside the file
-        if not isinstance(dataset, h5py.Dataset):
+        if not isinstance(dataset, h5py.Dataset | np.ndarray):
             raise WeightFileError(f"{path}: missing dataset '{entry.dataset}'")
         found = None if dataset.shape is None else tuple(dataset.shape)  # None: null dataspace
         transform = entry.from_file
-        if entry.dataset == "char_embed" and found == (
+        if entry.dataset in _ZERO_ROW_DATASETS and found == (
             entry.file_shape[0] + 1,
             *entry.file_shape[1:],
         ):
@@ -313,9 +355,61 @@ def load_weights(model, path):
     path = os.fspath(path)
     with _open(path, "r") as f:
         values = [(e.variable, a) for e, a in _checked_arrays(f, path, weight_table(model))]
+        vocabulary = _checked_vocabulary(f, path, model.config)
+    return _assign(model, values, vocabulary)
+
+
+def load_arrays(model, arrays, source):
+    """``load_weights`` from ``{dataset: numpy array}`` (a weight file's names and layout,
+    as ``elmo_tf.efml.conversion`` makes them in memory), with the same checks of every
+    dataset's presence, shape, dtype and values; ``source`` names them in errors."""
+    values = [(e.variable, a) for e, a in _checked_arrays(arrays, source, weight_table(model))]
+    return _assign(model, values, _checked_vocabulary(arrays, source, model.config))
+
+
+def _assign(model, values, vocabulary):
     for variable, value in values:
         variable.assign(value)
+    if vocabulary is not None:
+        model.token_mapper = token_mappers.mapper_for(model.config, vocabulary)
     return model
+
+
+def _checked_vocabulary(f, path, config, read_values=True):
+    """A code-point model's ``CodepointVocabulary`` from ``f`` (``None`` for bilm-tf's
+    scheme), each dataset's kind, shape and dtype checked before it is read."""
+    if not config.uses_codepoints:
+        return None
+    limits = {
+        codepoints.DATASETS[0]: config.n_characters,
+        codepoints.DATASETS[1]: codepoints.max_word_bytes(config),
+        codepoints.DATASETS[2]: config.n_words + 1 if config.n_words else 0,
+    }
+    arrays = {}
+    for name, most in limits.items():
+        dataset = f.get(name)
+        if not isinstance(dataset, h5py.Dataset | np.ndarray):
+            raise WeightFileError(f"{path}: missing dataset '{name}' (a code-point model's table)")
+        shape = None if dataset.shape is None else tuple(dataset.shape)
+        if shape is None or len(shape) != 1 or shape[0] > most:
+            raise WeightFileError(
+                f"{path}: dataset '{name}' has shape {shape}, expected one axis of at most {most}"
+            )
+        if dataset.dtype.kind not in "iu":
+            raise WeightFileError(
+                f"{path}: dataset '{name}' has dtype {dataset.dtype}, expected integers"
+            )
+        if read_values:
+            try:
+                arrays[name] = np.asarray(dataset[...])
+            except (OSError, RuntimeError, ValueError, TypeError) as e:
+                raise WeightFileError(
+                    f"{path}: corrupt HDF5 weight file, cannot read dataset '{name}' "
+                    f"({_first_line(e)})"
+                ) from None
+    if not read_values:
+        return None
+    return codepoints.CodepointVocabulary.from_arrays(config, arrays, path)
 
 
 def _checked_arrays(f, path, table, read_values=True):
@@ -324,7 +418,8 @@ def _checked_arrays(f, path, table, read_values=True):
     (nothing without ``read_values``: stages 1 and 2 only)."""
     where = "its structure"
     try:
-        _check_links_and_storage(f, path)
+        if isinstance(f, h5py.File):  # arrays in memory (load_arrays) link nowhere
+            _check_links_and_storage(f, path)
         where = "a dataset's metadata"
         checked = _check_datasets(f, path, table)
         for entry, dataset, transform in checked if read_values else ():
@@ -349,7 +444,22 @@ def save_weights(model, path):
     The file is written next to ``path`` and renamed into place (``files.atomic_path``), so
     an interrupted save never leaves a partial file under that name.
     """
+    arrays = {
+        entry.dataset: entry.to_file(np.asarray(entry.variable.numpy(), np.float32))
+        for entry in weight_table(model)
+    }
+    if model.config.uses_codepoints:
+        if model.token_mapper.vocabulary is None:
+            raise WeightFileError(
+                f"{path}: not written: this code-point model has no character table (load "
+                "its weights first)"
+            )
+        arrays.update(model.token_mapper.vocabulary.arrays())
+    write_arrays(arrays, path)
+
+
+def write_arrays(arrays, path):
+    """Writes ``{dataset: array}`` as an HDF5 weight file, atomically (``files.atomic_path``)."""
     with files.atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
-        for entry in weight_table(model):
-            value = entry.to_file(np.asarray(entry.variable.numpy(), np.float32))
-            f.create_dataset(entry.dataset, data=value)
+        for name, value in arrays.items():
+            f.create_dataset(name, data=value)

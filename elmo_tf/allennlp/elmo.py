@@ -122,6 +122,12 @@ class Elmo(torch.nn.Module):
                 raise ValueError(f"{name} is empty: give a path or an http(s) URL")
         options_file, weight_file = presets.local_files(options_file, weight_file)
         config = ElmoConfig.from_file(options_file)
+        if config.uses_codepoints:
+            raise ValueError(
+                f"{options_file}: a model with its own code-point table (converted from "
+                "ELMoForManyLangs): AllenNLP's Elmo and batch_to_ids map UTF-8 bytes; use "
+                "elmo_tf.ELMo.from_preset and its batch_to_ids"
+            )
         if not config.uses_token_projection:
             raise ValueError(
                 f"{options_file}: AllenNLP's Elmo needs a token projection (the char CNN's "

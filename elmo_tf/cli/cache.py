@@ -11,8 +11,8 @@ import os
 
 from elmo_tf import urls
 from elmo_tf.cli.common import CommandError
-from elmo_tf.cli.model_flags import published_model
-from elmo_tf.presets import cache_entries, published
+from elmo_tf.cli.model_flags import cached_urls
+from elmo_tf.presets import cache_entries, nlpl, published
 
 
 def add_parser(subparsers):
@@ -24,7 +24,7 @@ def add_parser(subparsers):
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listed = "list the cached files, their sizes and the cache's place"
     actions.add_parser("list", help=listed, description=_sentence(listed))
-    removed = "remove a published model's files, or a URL's"
+    removed = "remove a published model's files, an NLPL entry's archive, or a URL's"
     remove = actions.add_parser("remove", help=removed, description=_sentence(removed))
     remove.add_argument("targets", metavar="NAME_OR_URL", nargs="+")
     cleared = "remove every file the cache made (nothing else the directory holds)"
@@ -60,7 +60,7 @@ def run(args):
             cache_entries.entry_path(target)  # a usable URL
             targets.append(target)
         else:
-            targets += published_model(target, "remove", ", or an http(s):// URL").urls()
+            targets += cached_urls(target, "remove")
     for url in targets:
         existed, kept = cache_entries.remove(url)
         print(f"{'removed' if existed else 'not cached'}: {urls.public_url(url)}")
@@ -69,11 +69,21 @@ def run(args):
     return 0
 
 
+def _tree_size(folder):
+    return sum(
+        os.lstat(os.path.join(root, name)).st_size
+        for root, _, names in os.walk(folder)
+        for name in names
+    )
+
+
 def _list():
     names = {}
     for name in sorted(published.MODELS):
         for url in published.MODELS[name].urls():
             names[urls.public_url(url)] = name  # as the cache records it
+    for entry in nlpl.ENTRIES.values():
+        names[urls.public_url(entry.url())] = entry.alias
     entries = cache_entries.entries()
     stale = cache_entries.stale_files()
     print(f"cache: {cache_entries.cache_dir()} ({len(entries)} files)")
@@ -86,6 +96,11 @@ def _list():
             continue
         total += entry.size
         print(f"{name}\t{entry.size:,}\t{entry.path}\t{entry.url}")
+        folder = entry.path + cache_entries.UNPACKED_SUFFIX
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            size = _tree_size(folder)
+            total += size
+            print(f"{name}\t{size:,}\t{folder}\tunpacked from the archive above")
     for path, problem in cache_entries.broken_records():
         fix = "" if problem.startswith("cannot") else ", not a record: cache remove or the next "
         print(f"(broken)\t-\t{path}\t{problem}{fix and fix + 'download replaces it'}")

@@ -39,6 +39,7 @@ COMMANDS = (
     "evaluate",
     "senses",
     "dump_weights",
+    "convert",
     "vocab",
     "beam",
     "download",

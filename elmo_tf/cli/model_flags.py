@@ -2,9 +2,10 @@
 (``embed``, ``export``, ``senses``, ``beam``).
 
 ``--model NAME_OR_DIR`` names the bundled model (``sotu``, the default), a published
-architecture or a directory holding ``options.json`` and ``weights.hdf5``; ``--options`` with
-``--weights`` name official files. ``model_source`` checks the combination before anything is
-loaded; ``load_model`` loads it.
+architecture, an NLPL repository entry (``nlpl:144``, ``efml-en``), a directory holding
+``options.json`` and ``weights.hdf5`` or an ELMoForManyLangs model, or an NLPL ``.zip``
+archive; ``--options`` with ``--weights`` name official files. ``model_source`` checks the
+combination before anything is loaded; ``load_model`` loads it.
 """
 
 import dataclasses
@@ -13,8 +14,16 @@ import warnings
 
 from elmo_tf import checks
 from elmo_tf.cli.common import CommandError, check_input_name, check_output_path
-from elmo_tf.presets import published
+from elmo_tf.presets import nlpl, nlpl_entry, published
 from elmo_tf.presets.bundled import BUNDLED_MODELS, DEFAULT_MODEL
+
+
+def cached_urls(name, action):
+    """The URLs of the cache entries of ``name`` for ``action`` (``cache remove``): a published
+    model's files or an NLPL entry's archive; ``CommandError`` as ``published_model`` says."""
+    if nlpl.is_nlpl_name(name):
+        return [nlpl_entry(name).url()]
+    return list(published_model(name, action, ", or an http(s):// URL").urls())
 
 
 def published_model(name, action, alternative=""):
@@ -38,8 +47,9 @@ def add_model_arguments(parser, saved_model=False):
         "--model",
         metavar="NAME_OR_DIR",
         help=f"the bundled model ({DEFAULT_MODEL}, the default), a published model "
-        f"({', '.join(published.names())}: downloaded once into the cache), or a directory "
-        "with options.json and weights.hdf5",
+        f"({', '.join(published.names())}: downloaded once into the cache), an NLPL entry "
+        "(nlpl:144, efml-en, ...: the same), a directory with options.json and weights.hdf5 "
+        "or an ELMoForManyLangs model, or an NLPL .zip archive",
     )
     parser.add_argument("--options", metavar="FILE", help="an official options.json")
     parser.add_argument("--weights", metavar="FILE", help="its HDF5 weight file")

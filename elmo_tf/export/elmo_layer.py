@@ -152,6 +152,7 @@ class ElmoLayer(keras.layers.Layer):
             self._assign(values, elmo_config["variable_paths"])
         if source is not None:
             self.elmo.set_weights(source.get_weights())
+            self.elmo.token_mapper = source.token_mapper  # a code-point model's own tables
         set_fine_tuning(self.elmo, self.fine_tune)
 
     @classmethod
@@ -168,6 +169,7 @@ class ElmoLayer(keras.layers.Layer):
             **kwargs,
         )
         layer.elmo.set_weights(model.get_weights())
+        layer.elmo.token_mapper = model.token_mapper  # a code-point model's own tables
         return layer
 
     @classmethod

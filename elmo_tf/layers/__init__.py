@@ -7,6 +7,7 @@ from elmo_tf.layers.character_encoder import CharacterEncoder
 from elmo_tf.layers.highway import Highway
 from elmo_tf.layers.lstm_cell_with_projection import LSTMCellWithProjection
 from elmo_tf.layers.scalar_mix import ScalarMix
+from elmo_tf.layers.word_embedding import WordEmbedding
 
 __all__ = [
     "BidirectionalLSTMStack",
@@ -16,4 +17,5 @@ __all__ = [
     "Highway",
     "LSTMCellWithProjection",
     "ScalarMix",
+    "WordEmbedding",
 ]

@@ -38,12 +38,18 @@ def check_char_ids_shape(shape, config):
         rank = len(shape)
     except (TypeError, ValueError):  # no shape, or a tensor of unknown rank
         return
-    width = config.max_characters_per_token
+    width = config.id_width
     if rank != 3 or shape[-1] not in (None, width):
         raise ValueError(
-            f"char_ids must have the shape (batch, tokens, {width}) {_MAKES_THEM}, got shape "
-            f"{tuple(shape)}"
+            f"char_ids must have the shape (batch, tokens, {width}) {_makes_them(config)}, got "
+            f"shape {tuple(shape)}"
         )
+
+
+def _makes_them(config):
+    if config.uses_codepoints:  # the model's own table: ELMo.batch_to_ids
+        return "(the model's batch_to_ids makes them)"
+    return _MAKES_THEM
 
 
 def check_char_ids(char_ids, config):
@@ -63,12 +69,21 @@ def check_char_ids(char_ids, config):
                 f"char_ids must be whole numbers (character ids) {_MAKES_THEM}, got "
                 f"{_shown(ids[~whole].flat[0])}"
             )
-    low, high = ids.min(), ids.max()
+    chars = ids[..., : config.max_characters_per_token]
+    low, high = chars.min(), chars.max()
     if low < 0 or high >= config.n_characters:
         raise ValueError(
-            f"char_ids must be character ids from 0 to {config.n_characters - 1} {_MAKES_THEM}, "
-            f"got {_shown(low if low < 0 else high)}"
+            f"char_ids must be character ids from 0 to {config.n_characters - 1} "
+            f"{_makes_them(config)}, got {_shown(low if low < 0 else high)}"
         )
+    if config.word_embedding_dim:  # the last column holds each token's word id
+        words = ids[..., -1]
+        low, high = words.min(), words.max()
+        if low < 0 or high >= config.n_words:
+            raise ValueError(
+                f"char_ids' last column must hold word ids from 0 to {config.n_words - 1} "
+                f"{_makes_them(config)}, got {_shown(low if low < 0 else high)}"
+            )
 
 
 def _shown(value):

@@ -85,7 +85,7 @@ class TensorFlowCalls:
 
         self._encode = tf.function(
             lambda ids: cast(model.character_encoder(ids)),
-            input_signature=[tf.TensorSpec([None, config.max_characters_per_token], tf.int32)],
+            input_signature=[tf.TensorSpec([None, config.id_width], tf.int32)],
         )
         embeddings = tf.TensorSpec([None, None, p], host)
         lengths = tf.TensorSpec([None], tf.int32)

@@ -4,12 +4,17 @@ The graph (``call``, ``contextualize``) lives here; the host side of ``embed`` (
 the token-vector cache, compiled calls, assembling the results) in ``embedder``.
 """
 
+import os
+
 import keras
 import numpy as np
 from keras import ops
 
-from elmo_tf import backend, characters, checks, presets
+from elmo_tf import backend, checks, presets, token_mappers, zip_archives
+from elmo_tf.codepoints import DATASETS as VOCABULARY_DATASETS
+from elmo_tf.codepoints import CodepointVocabulary
 from elmo_tf.config import ElmoConfig
+from elmo_tf.efml import conversion, model_folder
 from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
 from elmo_tf.models.char_ids import (
     check_char_ids,
@@ -25,6 +30,7 @@ from elmo_tf.models.settings import (  # noqa: F401
     check_fine_tune,
     check_settings,
 )
+from elmo_tf.weight_file import load_arrays
 from elmo_tf.weight_file import load_weights as load_weight_file
 
 
@@ -63,7 +69,9 @@ class ELMo(keras.Model):
     Call arguments:
         inputs: int tensor ``(B, T, 50)`` of character ids (``elmo_tf.batch_to_ids``), zero
             rows at padded positions; or a dict with ``"char_ids"`` and optionally
-            ``"initial_state"`` (an ``LSTMState``).
+            ``"initial_state"`` (an ``LSTMState``). A model with its own token mapping (code
+            points, ``config.character_scheme``) takes the rows of its :meth:`batch_to_ids`,
+            ``(B, T, config.id_width)``.
         training: enables dropout; by default off, and on PyTorch the module's mode
             (``train()`` / ``eval()``; a new model starts in eval mode).
 
@@ -108,6 +116,9 @@ class ELMo(keras.Model):
         self.dropout_rate = dropout
         self.dedupe_tokens = dedupe_tokens
 
+        # How tokens become id rows: the config's scheme; a code-point model's tables come with
+        # its weights (load_weights replaces the mapper).
+        self.token_mapper = token_mappers.mapper_for(config)
         # Every sublayer gets this model's dtype policy (Keras would give it the global one).
         self.character_encoder = CharacterEncoder(
             filters=config.filters,
@@ -115,6 +126,9 @@ class ELMo(keras.Model):
             n_highway=config.n_highway,
             projection_dim=config.projection_dim,
             activation=config.activation,
+            num_characters=config.char_table_rows,
+            word_embedding_dim=config.word_embedding_dim,
+            num_words=config.n_words,
             dtype=self.dtype_policy,
             name="character_encoder",
         )
@@ -150,21 +164,30 @@ class ELMo(keras.Model):
         Args:
             name_or_dir: ``"sotu"`` (the bundled model), a published model (``"small"``,
                 ``"medium"``, ``"original"`` alias ``"full"``, ``"original_5.5b"``,
-                ``"pubmed"``: downloaded on first use into the cache, ``elmo_tf.presets``), or
+                ``"pubmed"``: downloaded on first use into the cache, ``elmo_tf.presets``),
                 a directory with ``options.json`` and ``weights.hdf5`` (``elmo-tf
-                dump-weights`` writes one).
+                dump-weights`` and ``elmo-tf convert`` write one), an ELMoForManyLangs model
+                folder, an NLPL repository archive (``.zip``) of either kind, or an NLPL
+                entry (``"nlpl:144"``, ``"efml-en"``: downloaded once into the cache).
             load_weights: load the trained weights (default); ``False`` gives the
-                architecture with random weights (no download).
+                architecture with random weights (no download of a published model; an NLPL
+                entry's archive, which alone holds its architecture, is fetched all the same,
+                and an ELMoForManyLangs model keeps its token mapping).
             **kwargs: passed to ``ELMo`` (``num_output_representations``, ``dropout``...).
 
         >>> model = elmo_tf.ELMo.from_preset("small")  # downloads 54 MB the first time
         """
-        files = presets.preset_files(name_or_dir, download=load_weights)
-        if files is None:
-            return cls(presets.preset(name_or_dir), **kwargs)
-        if not load_weights:
-            return cls(ElmoConfig.from_file(files[0]), **kwargs)
-        return cls.from_files(*files, **kwargs)
+        with presets.open_model(name_or_dir, download=load_weights) as files:
+            if files is None:
+                return cls(presets.preset(name_or_dir), **kwargs)
+            if files.kind == zip_archives.EFML:
+                return _from_efml_folder(cls, files.folder, load_weights, kwargs)
+            if not load_weights:
+                return cls(ElmoConfig.from_file(files.options), **kwargs)
+            model = cls.from_files(files.options, files.weights, **kwargs)
+            if files.vocab is not None:  # as simple_elmo: its first words' vectors, cached
+                model.embedder.fill_token_cache(presets.vocabulary_head(files.vocab))
+            return model
 
     @classmethod
     def from_files(cls, options_file, weight_file, size_limits=None, **kwargs):
@@ -178,15 +201,15 @@ class ELMo(keras.Model):
     def build(self, input_shape=None):
         if self.built:
             return
-        n_chars = self.config.max_characters_per_token
-        self.character_encoder.build((None, n_chars))
+        self.character_encoder.build((None, self.config.id_width))
         self.bilstm.build((None, None, self.config.projection_dim))
         for mix in self.scalar_mixes:
             mix.build([(None, None, self.config.output_dim)] * (self.config.n_lstm_layers + 1))
         self.built = True
 
     def encode_tokens(self, char_ids, mask):
-        """Context-free token vectors ``(B, T, P)`` for ids ``(B, T, 50)``; zero where masked.
+        """Context-free token vectors ``(B, T, P)`` for ids ``(B, T, 50)`` (``config.id_width``);
+        zero where masked.
 
         On TensorFlow and PyTorch the CNN runs on real tokens only, and (with
         ``dedupe_tokens``) once per distinct token; on JAX (fixed shapes) on every position,
@@ -240,11 +263,12 @@ class ELMo(keras.Model):
         lengths = ops.sum(ops.cast(ops.any(char_ids > 0, axis=-1), "int32"), axis=1)
         max_len = ops.shape(char_ids)[1]
         zeros = ops.sum(ops.zeros_like(char_ids), axis=1, keepdims=True)  # (B, 1, 50), also T = 0
-        bos = zeros + ops.convert_to_tensor(characters.BOS_CHAR_IDS)
+        # The markers' rows: bilm-tf's constants, or a code-point model's (from its config).
+        bos = zeros + ops.convert_to_tensor(self.token_mapper.bos_row)
         framed = ops.concatenate([bos, char_ids, zeros], axis=1)  # (B, T + 2, 50)
         positions = ops.arange(max_len + 2, dtype="int32")[None, :]  # (1, T + 2)
         is_eos = (positions == (lengths + 1)[:, None])[:, :, None]
-        eos = ops.convert_to_tensor(characters.EOS_CHAR_IDS)[None, None, :]
+        eos = ops.convert_to_tensor(self.token_mapper.eos_row)[None, None, :]
         framed = ops.where(is_eos, eos, framed)
         return framed, positions <= (lengths + 1)[:, None], lengths
 
@@ -350,6 +374,13 @@ class ELMo(keras.Model):
 
     # ------------------------------------------------------------------ host side
 
+    def batch_to_ids(self, sentences, max_length=None):
+        """The id rows this model takes for tokenised ``sentences``, ``(B, T,
+        config.id_width)`` int32, zero at padded positions: ``elmo_tf.batch_to_ids`` for
+        bilm-tf's UTF-8 bytes, the model's own code-point table and word vocabulary for a
+        model converted from ELMoForManyLangs (``self.token_mapper``)."""
+        return self.token_mapper.batch_to_ids(sentences, max_length)
+
     def output_shapes(self, batch_size=None, length=None):
         """``{key: shape}`` of :meth:`call`'s outputs (without ``state``), in key order.
 
@@ -447,6 +478,24 @@ class ELMo(keras.Model):
             sentences, batch_size, initial_state, return_state, token_cache_size, max_batch_tokens
         )
 
+    def save_assets(self, dir_path):
+        """Keras's hook for a ``.keras`` file: a code-point model's token tables (its weight
+        file's ``vocabulary/*`` datasets) go beside its weights."""
+        vocabulary = getattr(self.token_mapper, "vocabulary", None)
+        if vocabulary is not None:
+            arrays = {name.rsplit("/", 1)[-1]: a for name, a in vocabulary.arrays().items()}
+            np.savez(os.path.join(dir_path, _VOCABULARY_ASSET), **arrays)
+
+    def load_assets(self, dir_path):
+        """Keras's hook: the tables ``save_assets`` wrote, checked as a weight file's are."""
+        path = os.path.join(dir_path, _VOCABULARY_ASSET)
+        if not self.config.uses_codepoints or not os.path.isfile(path):
+            return
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name.rsplit("/", 1)[-1]] for name in VOCABULARY_DATASETS}
+        vocabulary = CodepointVocabulary.from_arrays(self.config, arrays, path)
+        self.token_mapper = token_mappers.mapper_for(self.config, vocabulary)
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -458,6 +507,22 @@ class ELMo(keras.Model):
             dedupe_tokens=self.dedupe_tokens,
         )
         return config
+
+
+# A code-point model's token tables in a .keras file (ELMo.save_assets).
+_VOCABULARY_ASSET = "vocabulary.npz"
+
+
+def _from_efml_folder(cls, folder, load_weights, kwargs):
+    """An ``ELMo`` of an ELMoForManyLangs model folder, converted in memory
+    (``elmo_tf.efml``); without ``load_weights`` random weights, but its own token mapping."""
+    config, arrays = conversion.convert(model_folder.read_folder(folder))
+    model = cls(config, **kwargs)
+    if load_weights:
+        return load_arrays(model, arrays, folder)
+    vocabulary = CodepointVocabulary.from_arrays(config, arrays, folder)
+    model.token_mapper = token_mappers.mapper_for(config, vocabulary)
+    return model
 
 
 def set_fine_tuning(model, fine_tune):

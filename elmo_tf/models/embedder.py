@@ -51,12 +51,28 @@ class Embedder:
         missing = [i for i, v in enumerate(vectors) if v is None]
         for start in range(0, len(missing), ENCODE_CHUNK):
             chunk = missing[start : start + ENCODE_CHUNK]
-            ids = np.stack([_key_to_ids(keys[i]) for i in chunk])
+            ids = np.stack([self._key_to_ids(keys[i]) for i in chunk])
             encoded = self.calls.encode(ids)
             for i, vector in zip(chunk, encoded):
                 vectors[i] = vector
             cache.put_many([keys[i] for i in chunk], encoded)
         return vectors
+
+    def fill_token_cache(self, tokens):
+        """Computes the vectors of ``tokens`` into the model's token cache (a model's
+        vocabulary, as simple_elmo caches its first words' character ids)."""
+        tokens = list(dict.fromkeys(t for t in tokens if isinstance(t, str)))
+        if tokens:
+            self._token_vectors(tokens, self.shared_cache())
+
+    def _key_to_ids(self, key):
+        """A cache key's id row, through the model's own token mapping."""
+        mapper = self.model.token_mapper
+        if key == _BOS_KEY:
+            return mapper.bos_row
+        if key == _EOS_KEY:
+            return mapper.eos_row
+        return mapper.token_row(key)
 
     def shared_cache(self):
         """The model's token cache, emptied first if the character encoder's weights changed."""
@@ -162,11 +178,3 @@ class Embedder:
                     embeddings, lengths, initial_state[0][indices], initial_state[1][indices]
                 )
             yield indices, outputs
-
-
-def _key_to_ids(key):
-    if key == _BOS_KEY:
-        return characters.BOS_CHAR_IDS
-    if key == _EOS_KEY:
-        return characters.EOS_CHAR_IDS
-    return characters.token_to_ids(key)

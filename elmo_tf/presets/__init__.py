@@ -6,22 +6,34 @@
 - a published model (``"small"``, ``"medium"``, ``"original"`` alias ``"full"``,
   ``"original_5.5b"``, ``"pubmed"``; ``published``): downloaded on first use into the cache and
   checked at every use (``cache``); with ``load_weights=False`` only its architecture, offline;
-- a directory holding ``options.json`` and ``weights.hdf5`` (or simple_elmo's ``model.hdf5``).
+- a directory holding ``options.json`` and ``weights.hdf5`` (or simple_elmo's ``model.hdf5``,
+  and its ``vocab.txt``), or an ELMoForManyLangs model folder (``elmo_tf.efml``);
+- an NLPL repository archive (``.zip``) of either kind, unpacked into a temporary directory
+  for the load;
+- an NLPL repository entry, ``nlpl:<id>`` or an alias (``efml-en``; ``nlpl``): its archive
+  downloaded once into the cache and unpacked there.
+
+``open_model`` gives a ``ModelFiles`` for any of them.
 
 ``load_pretrained`` takes ``http(s)://`` URLs for the two files through the same cache
 (``local_files``). ``TRAINING_DEFAULT`` is the architecture ``elmo-tf train`` builds when it is
 given none.
 """
 
+import contextlib
+import dataclasses
 import functools
+import gzip
 import os
+import tempfile
 import warnings
 
-from elmo_tf import checks, untrusted_files, urls
+from elmo_tf import checks, untrusted_files, urls, zip_archives
 from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import OptionsError, PresetError, WeightFileError
+from elmo_tf.efml import model_folder
+from elmo_tf.errors import ForeignModelError, OptionsError, PresetError, WeightFileError
 from elmo_tf.options_file import MAX_OPTIONS_BYTES
-from elmo_tf.presets import bundled, cache, cache_entries, published
+from elmo_tf.presets import bundled, cache, cache_entries, nlpl, published
 from elmo_tf.weight_file import check_file
 
 # The architecture a training run gets when it names none (no options file, preset or initial
@@ -84,9 +96,10 @@ def preset_files(name_or_dir, download=True):
         return _directory_files(name)
     raise PresetError(
         f"{name!r} is neither the bundled model ({', '.join(sorted(bundled.BUNDLED_MODELS))}), "
-        f"a published model ({', '.join(published.names())}) nor a directory with "
-        f"{bundled.OPTIONS_FILE} and {bundled.WEIGHTS_FILE}"
-        + checks.did_you_mean(name, [*bundled.BUNDLED_MODELS, *published.names()])
+        f"a published model ({', '.join(published.names())}), an NLPL entry (nlpl:<id>, "
+        f"efml-en, ...), a model directory (with {bundled.OPTIONS_FILE} and "
+        f"{bundled.WEIGHTS_FILE}, or ELMoForManyLangs' files) nor an NLPL .zip archive"
+        + checks.did_you_mean(name, [*bundled.BUNDLED_MODELS, *published.names(), *nlpl.ALIASES])
     )
 
 
@@ -101,6 +114,16 @@ def local_paths(name_or_dir):
         for url, what in zip(model.urls(), _WHAT):  # offline and not cached: said now
             cache.check_offline(url, f"{what} of {model.name!r}", f"elmo-tf download {model.name}")
         return tuple(cache_entries.entry_path(url) for url in model.urls())
+    if nlpl.is_nlpl_name(name) and not os.path.exists(name):
+        entry = nlpl_entry(name)
+        cache.check_offline(entry.url(), f"the NLPL archive {entry.name}", _download_command(entry))
+        path = cache_entries.entry_path(entry.url())
+        return path, path + cache_entries.UNPACKED_SUFFIX
+    if os.path.isdir(name) and model_folder.is_model_folder(name):
+        return (name,)
+    if os.path.isfile(name) and zip_archives.is_zip(name):
+        zip_archives.inspect(name)  # its directory, checked before anything is loaded
+        return (name,)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PresetNameWarning)
         return preset_files(name, download=False)
@@ -162,6 +185,118 @@ def local_files(options_file, weight_file):
     return options, weights
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelFiles:
+    """Where a model is read from: bilm-tf's ``options`` and ``weights`` (and simple_elmo's
+    ``vocab``, or ``None``), or an ELMoForManyLangs model ``folder``. ``kind`` is
+    ``zip_archives.BILM`` or ``zip_archives.EFML``."""
+
+    kind: str
+    options: str | None = None
+    weights: str | None = None
+    vocab: str | None = None
+    folder: str | None = None
+
+
+@contextlib.contextmanager
+def open_model(name_or_dir, download=True):
+    """The ``ModelFiles`` of any model ``ELMo.from_preset`` takes (see the module docstring),
+    for the ``with`` block: an archive given as a path is unpacked into a temporary directory
+    removed after it. ``None`` for a published model without ``download``."""
+    name = os.fspath(name_or_dir) if isinstance(name_or_dir, str | os.PathLike) else name_or_dir
+    if isinstance(name, str) and nlpl.is_nlpl_name(name) and not os.path.exists(name):
+        yield folder_files(nlpl_folder(nlpl_entry(name)))
+        return
+    if isinstance(name, str) and os.path.isdir(name) and model_folder.is_model_folder(name):
+        yield ModelFiles(zip_archives.EFML, folder=name)
+        return
+    if isinstance(name, str) and os.path.isfile(name) and zip_archives.is_zip(name):
+        with tempfile.TemporaryDirectory(prefix="elmo_tf-archive-") as scratch:
+            folder = os.path.join(scratch, "model")
+            zip_archives.extract(name, folder)
+            yield folder_files(folder)
+        return
+    found = preset_files(name_or_dir, download=download)
+    known = name in bundled.BUNDLED_MODELS or published.lookup(name) is not None
+    if found is None:
+        yield None
+    elif not known:  # a directory (its vocab.txt too)
+        yield folder_files(name)
+    else:
+        yield ModelFiles(zip_archives.BILM, *found)
+
+
+def folder_files(folder):
+    """The ``ModelFiles`` of a model folder of either kind."""
+    if model_folder.is_model_folder(folder) and not os.path.lexists(
+        os.path.join(folder, bundled.OPTIONS_FILE)
+    ):
+        return ModelFiles(zip_archives.EFML, folder=folder)
+    options, weights = _directory_files(folder)
+    vocab = None
+    for name in VOCABULARY_FILE_NAMES:  # simple_elmo's order: the gzip one first
+        if os.path.isfile(path := os.path.join(folder, name)):
+            vocab = path
+            break
+    return ModelFiles(zip_archives.BILM, options, weights, vocab)
+
+
+# A model folder's vocabulary, as simple_elmo looks for it.
+VOCABULARY_FILE_NAMES = ("vocab.txt.gz", "vocab.txt")
+# The vocabulary's first tokens whose vectors a load caches (simple_elmo's ``limit``).
+VOCABULARY_CACHE_TOKENS = 100
+_VOCABULARY_HEAD_BYTES = 1 << 20
+_NOT_A_TOKEN = "!!!MAXTERMID"  # bilm-tf's vocabulary marker, which simple_elmo skips
+
+
+def vocabulary_head(path, count=VOCABULARY_CACHE_TOKENS):
+    """The first ``count`` tokens of a simple_elmo vocabulary (``vocab.txt``, or gzip'ed), one
+    a line; at most ``_VOCABULARY_HEAD_BYTES`` are read (decompressed). ``ForeignModelError``
+    for a file that is not UTF-8 text or not gzip where its name says so."""
+    path = os.fspath(path)
+    untrusted_files.check_readable(path, "vocabulary", ForeignModelError)
+    try:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rb") as f:
+            data = f.read(_VOCABULARY_HEAD_BYTES)
+    except (OSError, EOFError) as e:
+        raise ForeignModelError(f"{path}: not a readable vocabulary ({e})") from None
+    lines = data.split(b"\n")[:count]
+    try:
+        tokens = [line.decode("utf-8").strip() for line in lines]
+    except UnicodeDecodeError as e:
+        raise ForeignModelError(f"{path}: not UTF-8 text ({e.reason})") from None
+    return [t for t in tokens if t and t != _NOT_A_TOKEN]
+
+
+def nlpl_entry(name):
+    """The ``nlpl.Entry`` a name means; ``PresetError`` naming the known ones otherwise."""
+    entry = nlpl.lookup(name)
+    if entry is None:
+        raise PresetError(
+            f"{name!r} names no NLPL repository entry known here: write nlpl:<release>/<id> "
+            f"for any entry (nlpl:20/219), or one of {', '.join(sorted(nlpl.ALIASES)[:6])}, ... "
+            f"(docs/models.md)" + checks.did_you_mean(name, nlpl.names())
+        )
+    return entry
+
+
+def _download_command(entry):
+    return f"elmo-tf download {entry.alias or entry.name}"
+
+
+def nlpl_folder(entry):
+    """The unpacked folder of an NLPL entry's archive: downloaded into the cache on first use
+    (its directory checked before it is kept: ``zip_archives.inspect``), unpacked beside it
+    once, and the archive checked unchanged at every use (``cache.fetch``)."""
+    what = f"the NLPL archive {entry.name}"
+    path = cache.fetch(
+        entry.url(), what, zip_archives.MAX_TOTAL_BYTES, _download_command(entry),
+        zip_archives.inspect,
+    )  # fmt: skip
+    return cache.unpacked(path, what, zip_archives.extract)
+
+
 def weight_file_bound(config):
     """The most bytes a weight file for ``config`` holds: float64 values and HDF5's layout
     (a float32 file takes half)."""
@@ -191,7 +326,10 @@ def _directory_files(directory):
     if not os.path.lexists(options) or not found:
         missing = [] if os.path.lexists(options) else [options]
         missing += [] if found else [" or ".join(weights)]
-        raise PresetError(f"{directory}: a model directory needs {', '.join(missing)}")
+        raise PresetError(
+            f"{directory}: a model directory needs {', '.join(missing)} (or ELMoForManyLangs' "
+            f"{model_folder.CONFIG_FILE} and {model_folder.CHAR_DIC})"
+        )
     # there, but perhaps no file to read (a pipe, a device, a directory, a dangling link)
     untrusted_files.check_readable(options, "options file", PresetError)
     untrusted_files.check_readable(found[0], "weight file", PresetError)

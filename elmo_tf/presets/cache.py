@@ -54,6 +54,41 @@ def fetch(url, what="file", max_bytes=None, fetch_command=None, check=None):
             lock.release()
 
 
+def unpacked(path, what, unpack):
+    """The folder ``<path>.unpacked`` beside the cached archive ``path`` (``fetch`` got it and
+    checked it unchanged), made once by ``unpack(archive, new_directory)`` under the entry's
+    lock, into ``.partial/`` first and renamed when complete; a cache that cannot be written
+    is read as it is."""
+    folder = path + cache_entries.UNPACKED_SUFFIX
+    if os.path.isdir(folder) and not os.path.islink(folder):
+        return folder
+    lock, cannot_lock = _lock(os.path.dirname(path))
+    if lock is None:
+        raise CacheError(
+            f"{path}: {what} is cached but not unpacked, and cannot be: "
+            f"{cache_entries.cannot_write(cannot_lock)}"
+        )
+    try:
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            return folder  # another process unpacked it meanwhile
+        files.remove(folder)  # whatever else is in its place is not the cache's folder
+        staging = os.path.join(os.path.dirname(path), cache_entries.PARTIAL_NAME)
+        files.remove(staging)  # what a killed unpacking left
+        os.makedirs(staging)
+        try:
+            unpack(path, os.path.join(staging, "unpacked"))
+            os.replace(os.path.join(staging, "unpacked"), folder)
+        except OSError as e:
+            if isinstance(e, ElmoError):
+                raise
+            raise CacheError(f"{path}: cannot unpack {what} ({e.strerror or e})") from None
+        finally:
+            files.remove(staging)
+        return folder
+    finally:
+        lock.release()
+
+
 def _lock(directory):
     """``(lock, None)``, the entry's lock held; or ``(None, error)`` where the cache cannot be
     written (``cache_entries.READ_ONLY_ERRORS``): a complete entry is read without the lock."""

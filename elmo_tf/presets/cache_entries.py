@@ -2,7 +2,8 @@
 
 The cache is ``ELMO_TF_CACHE_DIR``, else ``$XDG_CACHE_HOME/elmo_tf``, else ``~/.cache/elmo_tf``.
 A URL's entry, ``files/<hash of the URL>/``, holds the file, its record ``<file>.json`` (URL
-without credentials, size, SHA-256), ``.lock`` and ``.partial/`` (a download under way). A
+without credentials, size, SHA-256), ``.lock`` and ``.partial/`` (a download under way, or an
+archive being unpacked), and for an archive its unpacked folder ``<file>.unpacked/``. A
 download writes the record, then moves the file out of ``.partial/``: what a killed one leaves
 (``.partial/``, a record without its file) is stale. Nothing else in an entry is the cache's.
 """
@@ -21,6 +22,7 @@ from elmo_tf.errors import CacheError, DownloadError
 
 CACHE_VARIABLE = "ELMO_TF_CACHE_DIR"
 RECORD_SUFFIX = ".json"
+UNPACKED_SUFFIX = ".unpacked"  # an archive's folder, beside it
 LOCK_NAME = ".lock"
 PARTIAL_NAME = ".partial"
 # What a cache that cannot be written answers: a read-only mount, another user's directory.
@@ -196,6 +198,8 @@ def _remove_entry(directory):
     own = names + [n + RECORD_SUFFIX for n in names]
     try:
         files.remove(os.path.join(directory, PARTIAL_NAME))  # the cache's, all of it
+        for name in names:  # an archive's unpacked folder: the cache's, all of it
+            files.remove(name + UNPACKED_SUFFIX)
         for path in [*own, os.path.join(directory, LOCK_NAME)]:
             try:
                 (os.rmdir if os.path.isdir(path) and not os.path.islink(path) else os.unlink)(path)

@@ -52,6 +52,7 @@ COMMANDS = {
     ),
     "beam": (["beam", "--input", "nosuch.txt", "--output", "out/x"], 1, "no input file matches"),
     "download": (["download", "nosuch"], 1, "unknown model 'nosuch'; published models:"),
+    "convert": (["convert", "nosuch", "out"], 1, "'nosuch' is neither the bundled model"),
     "cache": (["cache", "list"], 0, None),
 }
 

@@ -68,8 +68,12 @@ def test_every_config_field_is_one_row_of_the_options_table():
         "n_highway",
     )
     assert options_file.KNOWN_KEYS["char_cnn.embedding"] == ("dim",)
-    options = ElmoConfig.from_file(TINY / "options.json").to_options()
-    for key in keys:
+    config = ElmoConfig.from_file(TINY / "options.json")
+    options = config.to_options()
+    for field in options_file.FIELDS:
+        if getattr(config, field.attribute) is None or field.optional:
+            continue  # the format extension's keys, left out at their defaults
+        key = field.key
         node = options
         for part in key.split("."):
             node = node[part]  # every key written back
@@ -395,7 +399,8 @@ def test_the_smallest_values_each_rule_allows_are_accepted(tmp_path):
 
 def test_a_file_giving_only_the_required_keys_gets_the_tables_defaults(tmp_path):
     """What each optional key means when a file leaves it out (``options_file.FIELDS``):
-    skip connections on, no clipping, two LSTM layers, 262 character ids, 50 per token."""
+    skip connections on, no clipping, two LSTM layers, 262 character ids, 50 per token,
+    bilm-tf's byte ids and no word embedding."""
     options = {
         "lstm": {"projection_dim": 16, "dim": 32},
         "char_cnn": {
@@ -419,6 +424,11 @@ def test_a_file_giving_only_the_required_keys_gets_the_tables_defaults(tmp_path)
         "use_skip_connections": True,
         "max_characters_per_token": 50,
         "n_characters": 262,
+        "character_scheme": "utf8-bytes",  # bilm-tf's ids; no word embedding
+        "special_characters": None,
+        "n_words": 0,
+        "special_words": None,
+        "word_embedding_dim": 0,
     }
     # written back whole, but for the clips it has none of
     assert config.to_options()["lstm"] == {

@@ -1,0 +1,336 @@
+"""An ELMoForManyLangs model folder, read and cross-checked as data.
+
+A folder (what the NLPL repository's release-11 archives unpack to) holds:
+
+- ``config.json``: the trainer's argparse dump; only ``config_path`` counts. It names the model
+  config on the authors' machine (``/Users/.../cnn_50_100_512_4096_sample.json``). EFML tries
+  ``os.path.join(folder, config_path)`` (an absolute path replaces the folder), then
+  ``<folder>/<basename>``, then its own bundled copy. Here the model config is looked for
+  inside the folder only, and a path that leads outside it (absolute, ``..``, a link) is never
+  opened: ``config_path`` relative to the folder, ``<folder>/configs/<basename>``,
+  ``<folder>/<basename>``; for EFML's standard names with no such file,
+  ``STANDARD_CONFIG`` (what EFML's bundled copies hold; several released archives ship none).
+- the model config: ``encoder`` (``elmo``: ``projection_dim``, ``dim``, ``n_layers``,
+  ``cell_clip``, ``proj_clip``) and ``token_embedder`` (``cnn``: ``filters``, ``n_highway``,
+  ``activation``, ``word_dim``, ``char_dim``, ``max_characters_per_token``);
+- ``char.dic`` and, with ``word_dim > 0``, ``word.dic`` (``elmo_tf.efml.dictionaries``);
+- ``token_embedder.pkl`` and ``encoder.pkl``: PyTorch 0.4 state_dicts
+  (``elmo_tf.torch_state_dict``, read as data).
+
+``read_folder`` checks every size against every other before anything is converted (each
+table's rows against its dictionary, each convolution, highway and projection against the
+config, the projection's input against ``word_dim + sum(filters)``, each LSTM matrix), each
+problem one ``ForeignModelError`` line naming the file.
+"""
+
+import dataclasses
+import os
+
+from elmo_tf import checks, files, untrusted_files
+from elmo_tf.efml import dictionaries
+from elmo_tf.errors import ForeignModelError
+from elmo_tf.torch_state_dict import read_state_dict
+
+CONFIG_FILE = "config.json"
+CHAR_DIC = "char.dic"
+WORD_DIC = "word.dic"
+TOKEN_EMBEDDER = "token_embedder.pkl"
+ENCODER = "encoder.pkl"
+MAX_CONFIG_BYTES = 1 << 20
+
+# EFML's bundled elmoformanylangs/configs/cnn_50_100_512_4096_sample.json (cnn_0_100_... is a
+# byte-identical copy despite its name): every released model's hyper-parameters.
+STANDARD_CONFIG_NAMES = ("cnn_50_100_512_4096_sample.json", "cnn_0_100_512_4096_sample.json")
+STANDARD_CONFIG = {
+    "encoder": {
+        "name": "elmo",
+        "projection_dim": 512,
+        "cell_clip": 3,
+        "proj_clip": 3,
+        "dim": 4096,
+        "n_layers": 2,
+    },
+    "token_embedder": {
+        "name": "cnn",
+        "activation": "relu",
+        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+        "n_highway": 2,
+        "word_dim": 100,
+        "char_dim": 50,
+        "max_characters_per_token": 50,
+    },
+}
+MAX_CHARACTERS_PER_TOKEN = 50  # EFML's read_list cuts tokens to this minus 2
+CHAR_SPECIAL_TOKENS = ("<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>")
+WORD_REQUIRED_TOKENS = ("<oov>", "<pad>")  # EmbeddingLayer looks both up
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """The hyper-parameters of an EFML model config (``encoder`` and ``token_embedder``)."""
+
+    filters: tuple
+    n_highway: int
+    activation: str
+    word_dim: int
+    char_dim: int
+    projection_dim: int
+    dim: int
+    n_layers: int
+    cell_clip: float | None
+    proj_clip: float | None
+
+    @property
+    def n_filters(self):
+        return sum(n for _, n in self.filters)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFolder:
+    """What ``read_folder`` read: the config, where it came from, the dictionaries
+    (``{token: id}``; ``word_lexicon`` ``None`` without a word branch) and the two
+    state_dicts (``{name: array}``)."""
+
+    folder: str
+    config: ModelConfig
+    config_source: str
+    char_lexicon: dict
+    word_lexicon: dict | None
+    token_embedder: dict
+    encoder: dict
+
+
+def is_model_folder(folder):
+    """Whether ``folder`` looks like an EFML model folder (its ``config.json`` and
+    ``char.dic``), as opposed to bilm-tf's ``options.json`` + weights."""
+    return all(os.path.isfile(os.path.join(folder, f)) for f in (CONFIG_FILE, CHAR_DIC))
+
+
+def read_folder(folder):
+    """The ``ModelFolder`` of ``folder``, every file checked against the others."""
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise ForeignModelError(f"{folder}: not a directory (an ELMoForManyLangs model folder)")
+    config, source = resolve_config(folder)
+    char_lexicon = dictionaries.read_dictionary(_inside(folder, CHAR_DIC))
+    _require(char_lexicon, CHAR_SPECIAL_TOKENS, os.path.join(folder, CHAR_DIC))
+    word_lexicon = None
+    if config.word_dim:
+        word_lexicon = dictionaries.read_dictionary(_inside(folder, WORD_DIC))
+        _require(word_lexicon, WORD_REQUIRED_TOKENS, os.path.join(folder, WORD_DIC))
+    token_embedder = read_state_dict(_inside(folder, TOKEN_EMBEDDER))
+    encoder = read_state_dict(_inside(folder, ENCODER))
+    model = ModelFolder(folder, config, source, char_lexicon, word_lexicon, token_embedder,
+                        encoder)  # fmt: skip
+    check_shapes(model)
+    return model
+
+
+def _inside(folder, name):
+    """``folder/name``, a file in the folder: ``ForeignModelError`` for one missing, or a link
+    that leads out of the folder (never opened)."""
+    path = os.path.join(folder, name)
+    if not os.path.lexists(path):
+        raise ForeignModelError(f"{path}: missing (an ELMoForManyLangs model folder holds it)")
+    if not files.inside(path, folder):
+        raise ForeignModelError(f"{path}: leads outside the model folder; not read")
+    return path
+
+
+def _require(lexicon, tokens, path):
+    missing = [t for t in tokens if t not in lexicon]
+    if missing:
+        raise ForeignModelError(
+            f"{path}: lacks {', '.join(missing)} (EFML's model needs {', '.join(tokens)})"
+        )
+
+
+def resolve_config(folder):
+    """``(ModelConfig, where it came from)``: the model config ``config.json`` names, looked for
+    inside ``folder`` only (see the module docstring)."""
+    config_json = _inside(folder, CONFIG_FILE)
+    config_path = parse_train_config(_read_json_bytes(config_json), config_json)
+    base = config_path.replace("\\", "/").rsplit("/", 1)[-1]
+    candidates = []
+    if not os.path.isabs(config_path) and not config_path.startswith(("/", "\\")):
+        candidates.append(os.path.normpath(os.path.join(folder, config_path)))
+    if base:
+        candidates += [os.path.join(folder, "configs", base), os.path.join(folder, base)]
+    for candidate in dict.fromkeys(candidates):
+        # Never outside the folder: a relative path with "..", or a link leading out.
+        if files.inside(candidate, folder) and os.path.isfile(candidate):
+            return parse_model_config(_read_json_bytes(candidate), candidate), candidate
+    if base in STANDARD_CONFIG_NAMES:
+        return _model_config(STANDARD_CONFIG, f"EFML's standard {base}"), "standard"
+    tried = ", ".join(c for c in dict.fromkeys(candidates)) or "nothing"
+    raise ForeignModelError(
+        f"{config_json}: its config_path {checks.shown(config_path, 80)} names no model config "
+        f"inside the folder (tried {tried}; a path outside it is never read), and is not EFML's "
+        f"standard {STANDARD_CONFIG_NAMES[0]}: put the model config in the folder"
+    )
+
+
+def _read_json_bytes(path):
+    return untrusted_files.read_bounded(path, "JSON config", MAX_CONFIG_BYTES, ForeignModelError)
+
+
+def parse_train_config(data, source="config.json"):
+    """``config_path`` of a ``config.json``'s bytes (the trainer's argparse dump). The fuzz
+    target of that file."""
+    options = untrusted_files.parse_json(bytes(data), source, "config.json", ForeignModelError)
+    if not isinstance(options, dict):
+        raise ForeignModelError(f"{source}: expected a JSON object, got {type(options).__name__}")
+    path = options.get("config_path")
+    if not isinstance(path, str) or not path.strip() or "\x00" in path:
+        raise ForeignModelError(
+            f"{source}: 'config_path' must name the model config, got {checks.shown(path)}"
+        )
+    return path
+
+
+def parse_model_config(data, source="model config"):
+    """The ``ModelConfig`` of a model config's bytes. The fuzz target of that file."""
+    config = untrusted_files.parse_json(bytes(data), source, "model config", ForeignModelError)
+    return _model_config(config, source)
+
+
+def _model_config(config, source):
+    def section(name):
+        value = config.get(name) if isinstance(config, dict) else None
+        if not isinstance(value, dict):
+            raise ForeignModelError(f"{source}: '{name}' must be a JSON object")
+        return value
+
+    encoder, embedder = section("encoder"), section("token_embedder")
+
+    def value(sec, name, key, rule, minimum=1):
+        found = sec.get(key)
+        if rule == "int" and not (checks.is_integer(found) and found >= minimum):
+            at_least = "a positive" if minimum else "a non-negative"
+            raise ForeignModelError(
+                f"{source}: '{name}.{key}' must be {at_least} integer, got {checks.shown(found)}"
+            )
+        return found
+
+    # frontend.py compares encoder.name with 'elmo' as written (its layer 0 is then the token
+    # embedding doubled); the token embedder's name is compared lowercased.
+    if encoder.get("name") != "elmo":
+        raise ForeignModelError(
+            f"{source}: 'encoder.name' is {checks.shown(encoder.get('name'))}; only EFML's "
+            "'elmo' encoder (every released model) is supported"
+        )
+    name = embedder.get("name")
+    if not isinstance(name, str) or name.lower() != "cnn":
+        raise ForeignModelError(
+            f"{source}: 'token_embedder.name' is {checks.shown(name)}; only EFML's 'cnn' token "
+            "embedder (every released model) is supported"
+        )
+    filters = embedder.get("filters")
+    if not (
+        isinstance(filters, list)
+        and filters
+        and all(
+            isinstance(f, list) and len(f) == 2 and all(checks.is_integer(v) for v in f)
+            for f in filters
+        )
+        and all(1 <= w <= MAX_CHARACTERS_PER_TOKEN and n >= 1 for w, n in filters)
+    ):
+        raise ForeignModelError(
+            f"{source}: 'token_embedder.filters' must be [width, count] pairs, widths 1 to "
+            f"{MAX_CHARACTERS_PER_TOKEN}, got {checks.shown(filters)}"
+        )
+    activation = embedder.get("activation")
+    if activation not in ("relu", "tanh"):
+        raise ForeignModelError(
+            f"{source}: 'token_embedder.activation' must be 'relu' or 'tanh', got "
+            f"{checks.shown(activation)}"
+        )
+    if embedder.get("max_characters_per_token") != MAX_CHARACTERS_PER_TOKEN:
+        raise ForeignModelError(
+            f"{source}: 'token_embedder.max_characters_per_token' must be "
+            f"{MAX_CHARACTERS_PER_TOKEN} (every released model's), got "
+            f"{checks.shown(embedder.get('max_characters_per_token'))}"
+        )
+    clips = []
+    for key in ("cell_clip", "proj_clip"):
+        clip = encoder.get(key)
+        if clip is not None and not (checks.is_number(clip) and 0 <= clip < float("inf")):
+            raise ForeignModelError(
+                f"{source}: 'encoder.{key}' must be a non-negative number or null, got "
+                f"{checks.shown(clip)}"
+            )
+        clips.append(float(clip) if clip else None)  # EFML: `if clip:`, so 0 clips nothing
+    return ModelConfig(
+        filters=tuple((int(w), int(n)) for w, n in filters),
+        n_highway=value(embedder, "token_embedder", "n_highway", "int", 0),
+        activation=activation,
+        word_dim=value(embedder, "token_embedder", "word_dim", "int", 0),
+        char_dim=value(embedder, "token_embedder", "char_dim", "int"),
+        projection_dim=value(encoder, "encoder", "projection_dim", "int"),
+        dim=value(encoder, "encoder", "dim", "int"),
+        n_layers=value(encoder, "encoder", "n_layers", "int"),
+        cell_clip=clips[0],
+        proj_clip=clips[1],
+    )
+
+
+def expected_shapes(config, n_chars, n_words):
+    """``(token_embedder shapes, encoder shapes)``, ``{name: shape}``, of a model of ``config``
+    with ``n_chars`` and ``n_words`` dictionary entries (PyTorch's layouts: ``Linear`` ``(out,
+    in)``, ``Conv1d`` ``(out, in, width)``)."""
+    f, p, d = config.n_filters, config.projection_dim, config.dim
+    embedder = {}
+    if config.word_dim:
+        embedder["word_emb_layer.embedding.weight"] = (n_words, config.word_dim)
+    embedder["char_emb_layer.embedding.weight"] = (n_chars, config.char_dim)
+    for i, (width, count) in enumerate(config.filters):
+        embedder[f"convolutions.{i}.weight"] = (count, config.char_dim, width)
+        embedder[f"convolutions.{i}.bias"] = (count,)
+    for k in range(config.n_highway):
+        embedder[f"highways._layers.{k}.weight"] = (2 * f, f)  # [transform; gate] rows
+        embedder[f"highways._layers.{k}.bias"] = (2 * f,)
+    embedder["projection.weight"] = (p, config.word_dim + f)  # word columns first
+    embedder["projection.bias"] = (p,)
+    encoder = {}
+    for layer in range(config.n_layers):
+        for direction in ("forward", "backward"):
+            prefix = f"{direction}_layer_{layer}"
+            encoder[f"{prefix}.input_linearity.weight"] = (4 * d, p)
+            encoder[f"{prefix}.state_linearity.weight"] = (4 * d, p)
+            encoder[f"{prefix}.state_linearity.bias"] = (4 * d,)
+            encoder[f"{prefix}.state_projection.weight"] = (p, d)
+    return embedder, encoder
+
+
+def check_shapes(model):
+    """``ForeignModelError`` naming the file for the first size that disagrees: a tensor
+    missing, extra or of another shape or dtype than the config and dictionaries give it
+    (the tables' rows are the dictionaries' entries, whose ids must then be ``0..n-1``)."""
+    config = model.config
+    n_words = len(model.word_lexicon) if model.word_lexicon else 0
+    embedder, encoder = expected_shapes(config, len(model.char_lexicon), n_words)
+    for file, found, expected in (
+        (TOKEN_EMBEDDER, model.token_embedder, embedder),
+        (ENCODER, model.encoder, encoder),
+    ):
+        path = os.path.join(model.folder, file)
+        where = f"the model config ({model.config_source})"
+        if missing := [k for k in expected if k not in found]:
+            raise ForeignModelError(f"{path}: lacks {missing[0]} (the model config names it)")
+        if extra := [k for k in found if k not in expected]:
+            raise ForeignModelError(f"{path}: holds {extra[0]}, which {where} has no place for")
+        for name, shape in expected.items():
+            array = found[name]
+            if array.shape != shape:
+                raise ForeignModelError(
+                    f"{path}: {name} has shape {array.shape}, expected {shape} for {where} and "
+                    "the dictionaries"
+                )
+            if array.dtype.kind != "f":
+                raise ForeignModelError(f"{path}: {name} holds {array.dtype}, not floats")
+    for dic, lexicon in ((CHAR_DIC, model.char_lexicon), (WORD_DIC, model.word_lexicon)):
+        if lexicon and max(lexicon.values()) >= len(lexicon):
+            raise ForeignModelError(
+                f"{os.path.join(model.folder, dic)}: ids run to {max(lexicon.values())} for "
+                f"{len(lexicon)} entries; the table has a row per entry"
+            )

@@ -1,0 +1,295 @@
+"""NLPL repository archives (zip files of a model folder), checked and unpacked as hostile input.
+
+The NLPL vector repository hosts ELMo models as zip archives of one model folder, files at the
+root (or, tolerated here, under one top-level folder): bilm-tf's (``options.json``,
+``model.hdf5``, ``vocab.txt``; release 20) or ELMoForManyLangs' (``config.json``, ``char.dic``,
+``word.dic``, ``token_embedder.pkl``, ``encoder.pkl``; release 11). ``inspect`` reads an
+archive's directory only and refuses, each in one ``ForeignModelError`` line naming the
+archive and the member:
+
+- a name that is absolute, holds ``..``, a backslash, a NUL or a drive, or names a place other
+  than the folder's root (or its ``configs/``), or one given twice;
+- a member that is a symbolic link, a device or a pipe (its Unix mode), or encrypted, or
+  compressed with a method zipfile cannot read;
+- a declared size over ``MAX_MEMBER_BYTES`` (all members: ``MAX_TOTAL_BYTES``), a compression
+  ratio over ``MAX_RATIO`` (a zip bomb), more than ``MAX_MEMBERS`` members;
+- a member that is itself an archive (by its name);
+- files missing for its kind, files its kind does not have, or a kind that cannot be told.
+
+``extract`` then writes the members into a new directory, each no larger than declared (the
+directory's sizes are not trusted: a member is read no further than its declared size plus one
+byte, and must end there), each checked for archive signatures, created with ``O_EXCL`` and
+``O_NOFOLLOW`` under a directory it made itself: nothing is written outside it. Members never
+read (``classifier.pkl``, EFML's softmax) are not written.
+
+``parse_archive(data)`` is the fuzz target: ``inspect`` of bytes.
+"""
+
+import dataclasses
+import io
+import lzma
+import os
+import stat
+import zipfile
+import zlib
+
+from elmo_tf import checks, files
+from elmo_tf.errors import ForeignModelError
+
+MAX_MEMBERS = 64
+MAX_MEMBER_BYTES = 4 << 30
+MAX_TOTAL_BYTES = 8 << 30
+# Weights compress to about 90% of their size, text to a quarter; a member that expands more
+# than this many times (and by more than a megabyte) is a bomb.
+MAX_RATIO = 100
+_RATIO_FLOOR = 1 << 20
+_CHUNK = 1 << 20
+
+BILM = "bilm-tf"
+EFML = "ELMoForManyLangs"
+# kind -> (required files, optional files); a model config of EFML is any other *.json at the
+# root or under configs/ (EFML looks for it by the name its config.json gives).
+LAYOUTS = {
+    BILM: (("options.json", "model.hdf5"), ("vocab.txt", "vocab.txt.gz", "meta.json")),
+    EFML: (
+        ("config.json", "char.dic", "token_embedder.pkl", "encoder.pkl"),
+        ("word.dic", "classifier.pkl", "meta.json"),
+    ),
+}
+_DOCUMENTS = ("readme", "readme.txt", "readme.md", "license", "license.txt", "license.md")
+NOT_EXTRACTED = ("classifier.pkl",)  # EFML's softmax: never read, never written
+_ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz", ".7z", ".rar",
+                     ".jar", ".whl", ".bz2", ".xz")  # fmt: skip
+# The first bytes of an archive (a gzip-compressed vocab.txt.gz is the one compressed file).
+_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06", b"7z\xbc\xaf\x27\x1c", b"Rar!\x1a\x07",
+               b"\xfd7zXZ\x00", b"BZh")  # fmt: skip
+# What zipfile raises for a damaged or unreadable member, besides BadZipFile.
+_DAMAGED = (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError, zlib.error,
+            lzma.LZMAError)  # fmt: skip
+_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """What ``inspect`` found: the model kind, and ``{name in the folder: ZipInfo}``."""
+
+    kind: str
+    members: dict
+
+
+def inspect(path):
+    """The ``Layout`` of the archive at ``path``; ``ForeignModelError`` for anything above."""
+    path = os.fspath(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return _layout(archive, path)
+    except ForeignModelError:
+        raise
+    except (*_DAMAGED, zipfile.LargeZipFile, OSError, ValueError) as e:
+        raise ForeignModelError(f"{path}: not a readable zip archive ({_first_line(e)})") from None
+
+
+def parse_archive(data, source="archive"):
+    """``inspect`` of an archive's bytes. The fuzz target."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+            return _layout(archive, source)
+    except ForeignModelError:
+        raise
+    except (*_DAMAGED, zipfile.LargeZipFile, ValueError) as e:
+        raise ForeignModelError(
+            f"{source}: not a readable zip archive ({_first_line(e)})"
+        ) from None
+
+
+def is_zip(path):
+    """Whether ``path`` is a regular file that starts as a zip archive does."""
+    if not os.path.isfile(path):  # never opened: a named pipe would block the read
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
+def _first_line(error):
+    text = " ".join(str(error).split())
+    return text[:120] or type(error).__name__
+
+
+def _layout(archive, source):
+    infos = archive.infolist()
+    if len(infos) > MAX_MEMBERS:
+        raise ForeignModelError(
+            f"{source}: holds {len(infos)} members, more than the {MAX_MEMBERS} a model has"
+        )
+    names = [_checked_name(info.filename, source) for info in infos]  # before is_dir: '' fails it
+    files = [info for info in infos if not info.is_dir()]
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise ForeignModelError(f"{source}: names the member '{twice}' twice")
+    for info in infos:
+        _check_member(info, source)
+    total = sum(info.file_size for info in files)
+    if total > MAX_TOTAL_BYTES:
+        raise ForeignModelError(
+            f"{source}: its members declare {total:,} bytes in all, more than {MAX_TOTAL_BYTES:,}"
+        )
+    prefix = _common_folder([info.filename for info in files])
+    members = {}
+    for info in files:
+        relative = info.filename[len(prefix) :]
+        if "/" in relative and not (relative.startswith("configs/") and relative.count("/") == 1):
+            raise ForeignModelError(
+                f"{source}: member '{checks.shown(info.filename, 80, quote=False)}' is in a "
+                "folder of its own; a model archive holds one folder's files"
+            )
+        members[relative] = info
+    return Layout(_kind(members, source), members)
+
+
+def _checked_name(name, source):
+    shown = checks.shown(name, 80, quote=False)
+    parts = name.split("/")
+    if not name:
+        raise ForeignModelError(f"{source}: a member has an empty name; not extracted")
+    if (
+        name.startswith("/")
+        or "\\" in name
+        or "\x00" in name
+        or (len(name) > 1 and name[1] == ":")
+        or ".." in parts
+        or "." in parts
+        or any(part == "" for part in parts[:-1])
+    ):
+        raise ForeignModelError(
+            f"{source}: member '{shown}' has a name that is absolute or leaves the folder "
+            "(.., a drive, a backslash); not extracted"
+        )
+    return name.rstrip("/")
+
+
+def _check_member(info, source):
+    shown = checks.shown(info.filename, 80, quote=False)
+    mode = info.external_attr >> 16  # the Unix mode, where a Unix zip wrote one
+    kind = stat.S_IFMT(mode)  # 0: permissions only, a plain file
+    if info.create_system == 3 and kind and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+        raise ForeignModelError(f"{source}: member '{shown}' is {kind}; not extracted")
+    if info.is_dir():
+        return
+    if info.flag_bits & 0x1:
+        raise ForeignModelError(f"{source}: member '{shown}' is encrypted")
+    if info.compress_type not in _METHODS:
+        raise ForeignModelError(
+            f"{source}: member '{shown}' is compressed with method {info.compress_type}, which "
+            "zipfile cannot read"
+        )
+    if info.file_size > MAX_MEMBER_BYTES:
+        raise ForeignModelError(
+            f"{source}: member '{shown}' declares {info.file_size:,} bytes, more than "
+            f"{MAX_MEMBER_BYTES:,}"
+        )
+    if info.file_size > _RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+        raise ForeignModelError(
+            f"{source}: member '{shown}' expands {info.file_size / max(info.compress_size, 1):,.0f}"
+            f" times ({info.compress_size:,} to {info.file_size:,} bytes): a zip bomb, not "
+            "extracted"
+        )
+    lower = info.filename.lower()
+    if lower.endswith(_ARCHIVE_SUFFIXES):
+        raise ForeignModelError(
+            f"{source}: member '{shown}' is an archive inside the archive; not extracted"
+        )
+
+
+def _common_folder(names):
+    """``"folder/"`` when every name lies in that one top-level folder, else ``""``."""
+    tops = {name.split("/", 1)[0] for name in names}
+    if len(tops) == 1 and all("/" in name for name in names):
+        return tops.pop() + "/"
+    return ""
+
+
+def _kind(members, source):
+    kinds = [kind for kind, (required, _) in LAYOUTS.items() if required[0] in members]
+    if len(kinds) != 1:
+        raise ForeignModelError(
+            f"{source}: holds neither a bilm-tf model (options.json, model.hdf5) nor an "
+            "ELMoForManyLangs one (config.json, char.dic, token_embedder.pkl, encoder.pkl)"
+            if not kinds
+            else f"{source}: holds both a bilm-tf and an ELMoForManyLangs model"
+        )
+    kind = kinds[0]
+    required, optional = LAYOUTS[kind]
+    missing = [name for name in required if name not in members]
+    if missing:
+        raise ForeignModelError(
+            f"{source}: lacks {', '.join(missing)} (a {kind} model archive holds "
+            f"{', '.join(required)})"
+        )
+    for name in members:
+        if name in required or name in optional or name.lower() in _DOCUMENTS:
+            continue
+        if kind == EFML and name.endswith(".json"):  # the model config, under its own name
+            continue
+        raise ForeignModelError(
+            f"{source}: holds '{checks.shown(name, 80, quote=False)}', which a {kind} model "
+            "archive has no place for"
+        )
+    return kind
+
+
+def extract(path, destination):
+    """Checks the archive at ``path`` (``inspect``) and writes its members into the new
+    directory ``destination``; returns the ``Layout``. On any failure ``destination`` is
+    removed again."""
+    path, destination = os.fspath(path), os.fspath(destination)
+    layout = inspect(path)
+    os.mkdir(destination, 0o755)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for name, info in layout.members.items():
+                if name in NOT_EXTRACTED:
+                    continue
+                _extract_member(archive, info, name, destination, path)
+    except _DAMAGED as e:  # a CRC mismatch, a damaged stream, a flag zipfile cannot read
+        files.remove(destination)
+        raise ForeignModelError(f"{path}: damaged zip archive ({_first_line(e)})") from None
+    except BaseException:
+        files.remove(destination)
+        raise
+    return layout
+
+
+def _extract_member(archive, info, name, destination, source):
+    shown = checks.shown(info.filename, 80, quote=False)
+    directory = destination
+    if "/" in name:  # configs/NAME: a directory made here, never one that was there
+        directory = os.path.join(destination, name.split("/")[0])
+        if os.path.lexists(directory) and not os.path.isdir(directory):
+            raise ForeignModelError(f"{source}: member '{shown}' is in a folder that is a file")
+        if not os.path.isdir(directory):
+            os.mkdir(directory, 0o755)
+    target = os.path.join(directory, name.rsplit("/", 1)[-1])
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with archive.open(info) as member, open(os.open(target, flags, 0o644), "wb") as out:
+        written = 0
+        while chunk := member.read(min(_CHUNK, info.file_size - written + 1)):
+            if written == 0 and name != "vocab.txt.gz" and chunk.startswith(_SIGNATURES):
+                raise ForeignModelError(
+                    f"{source}: member '{shown}' is an archive inside the archive; not extracted"
+                )
+            written += len(chunk)
+            if written > info.file_size:
+                raise ForeignModelError(
+                    f"{source}: member '{shown}' holds more than the {info.file_size:,} bytes it "
+                    "declares; not extracted"
+                )
+            out.write(chunk)
+    if written != info.file_size:
+        raise ForeignModelError(
+            f"{source}: member '{shown}' holds {written:,} bytes, not the {info.file_size:,} it "
+            "declares"
+        )

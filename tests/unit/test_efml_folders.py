@@ -1,0 +1,311 @@
+"""ELMoForManyLangs (EFML) models read as data, no model built: their dictionaries, config and
+folder (``elmo_tf.efml``), the code-point mapping (``elmo_tf.codepoints``) against the ids
+EFML gave, and the format extension. The numbers are tests/model/test_efml_model.py's."""
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.foreign_models import EFML_TINY, efml_golden
+from support.paths import FIXTURES
+
+from elmo_tf import codepoints
+from elmo_tf.config import ElmoConfig
+from elmo_tf.efml import conversion, dictionaries, model_folder
+from elmo_tf.errors import ForeignModelError, OptionsError, WeightFileError
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """A copy of the tiny EFML model folder, for a test to change."""
+    target = tmp_path / "model"
+    shutil.copytree(EFML_TINY, target)
+    return target
+
+
+def test_a_dictionary_reads_as_efml_reads_it():
+    data = "a\t0\n\u3000\t1\n\u00a0\t2\n<pad>\t3\n".encode()
+    # EFML's loop keeps the last id of U+3000; a second whitespace line is refused here
+    with pytest.raises(ForeignModelError, match=re.escape(r"line 3 gives '\u3000' again")):
+        dictionaries.parse_dictionary(data, "char.dic")
+    lexicon = dictionaries.parse_dictionary(b"a\t0\n \t1\nb\t2", "char.dic")
+    assert lexicon == {"a": 0, "\u3000": 1, "b": 2}  # a space line strips to its id alone
+
+
+def test_the_fixture_dictionaries_read_with_the_ids_efml_gave():
+    chars = dictionaries.read_dictionary(EFML_TINY / "char.dic")
+    words = dictionaries.read_dictionary(EFML_TINY / "word.dic")
+    assert chars["<"] == 0 and chars["\u3000"] == chars["中"] - 1
+    assert [chars[f"<{n}>"] for n in codepoints.CHAR_SPECIALS] == list(range(120, 126))
+    assert words["<oov>"] == 0 and words["é" * 48] == 29
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"a\t0\n\nb\t1\n", "char.dic: line 2 is empty"),
+        (b"a\t0\na\t1\n", "char.dic: line 2 gives 'a' again (first on line 1"),
+        (b"a\t0\nb\t0\n", "char.dic: line 2 gives the id 0 again (first on line 1)"),
+        (b"a\t0\nb\tc\t1\n", "char.dic: line 2 has 3 tab-separated fields"),
+        (b"a\tx\n", "char.dic: line 1: the id 'x' is not a decimal number"),
+        (b"a\t-1\n", "the id '-1' is not a decimal number"),
+        (b"a\t0\n\xff\t1\n", "char.dic: line 2: not UTF-8 text"),
+        ("a\t0\n\u2028\t1\n".encode(), "char.dic: line 2 is empty"),  # EFML splits there
+    ],
+)
+def test_a_broken_dictionary_is_refused_naming_its_line(data, message):
+    with pytest.raises(ForeignModelError, match=re.escape(message)) as error:
+        dictionaries.parse_dictionary(data, "char.dic")
+    assert "\n" not in str(error.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_fuzz_the_dictionary_parser(data):
+    try:
+        lexicon = dictionaries.parse_dictionary(data)
+    except ForeignModelError as e:
+        assert "\n" not in str(e)
+    else:
+        assert len(set(lexicon.values())) == len(lexicon)
+
+
+def test_the_config_path_of_another_machine_falls_back_to_the_folder(folder):
+    config, source = model_folder.resolve_config(folder)
+    assert source == str(folder / "cnn_tiny.json")
+    assert config.filters == ((1, 4), (2, 4), (3, 6)) and config.word_dim == 3
+    assert (config.cell_clip, config.proj_clip) == (0.5, 0.4)
+
+
+def _set_config_path(folder, path):
+    options = json.loads((folder / "config.json").read_text())
+    options["config_path"] = path
+    (folder / "config.json").write_text(json.dumps(options))
+
+
+def test_the_config_is_looked_for_in_configs_and_by_its_relative_path(folder):
+    (folder / "configs").mkdir()
+    (folder / "cnn_tiny.json").rename(folder / "configs" / "cnn_tiny.json")
+    assert model_folder.resolve_config(folder)[1] == str(folder / "configs" / "cnn_tiny.json")
+    (folder / "configs" / "cnn_tiny.json").rename(folder / "other.json")
+    _set_config_path(folder, "other.json")
+    assert model_folder.resolve_config(folder)[1] == str(folder / "other.json")
+
+
+def test_the_standard_config_name_without_a_file_is_efmls_standard_config(folder):
+    (folder / "cnn_tiny.json").unlink()
+    _set_config_path(folder, "/Users/x/models/word_elmo/cnn_50_100_512_4096_sample.json")
+    config, source = model_folder.resolve_config(folder)
+    assert source == "standard"
+    assert config.filters[-1] == (7, 1024) and (config.projection_dim, config.dim) == (512, 4096)
+    assert (config.word_dim, config.char_dim, config.n_highway) == (100, 50, 2)
+
+
+def test_a_config_path_outside_the_folder_is_never_opened(folder, tmp_path):
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"encoder": {}}))  # would fail loudly if it were read
+    (folder / "cnn_tiny.json").unlink()
+    for path in (str(outside), "../outside.json"):
+        _set_config_path(folder, path)
+        with pytest.raises(ForeignModelError) as error:
+            model_folder.resolve_config(folder)
+        assert "names no model config inside the folder" in str(error.value)
+        assert "a path outside it is never read" in str(error.value)
+    # a link in the folder that leads out of it is not followed either
+    (folder / "outside.json").symlink_to(outside)
+    with pytest.raises(ForeignModelError, match="names no model config inside the folder"):
+        model_folder.resolve_config(folder)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda c: c["encoder"].update(name="lstm"), "only EFML's 'elmo' encoder"),
+        (
+            lambda c: c["token_embedder"].update(name="lstm"),
+            "only EFML's 'cnn' token embedder",
+        ),
+        (lambda c: c["token_embedder"].update(filters=[[60, 4]]), "'token_embedder.filters'"),
+        (lambda c: c["token_embedder"].update(max_characters_per_token=40), "must be 50"),
+        (lambda c: c["encoder"].update(dim="10"), "'encoder.dim' must be a positive integer"),
+        (lambda c: c["encoder"].update(cell_clip=-1), "'encoder.cell_clip' must be"),
+        (lambda c: c.pop("encoder"), "'encoder' must be a JSON object"),
+    ],
+)
+def test_a_bad_model_config_is_refused_naming_the_key(change, message):
+    config = json.loads((EFML_TINY / "cnn_tiny.json").read_text())
+    change(config)
+    with pytest.raises(ForeignModelError, match=message):
+        model_folder.parse_model_config(json.dumps(config).encode(), "cnn_tiny.json")
+
+
+def test_a_config_json_without_a_config_path_is_refused():
+    with pytest.raises(ForeignModelError, match="'config_path' must name the model config"):
+        model_folder.parse_train_config(b'{"seed": 1}', "config.json")
+
+
+def _rewrite_dic(path, lines):
+    path.write_text("".join(f"{token}\t{i}\n" for token, i in lines), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "break_it, message",
+    [
+        (lambda f: (f / "encoder.pkl").unlink(), r"encoder.pkl: missing"),
+        (
+            lambda f: _rewrite_dic(
+                f / "char.dic", list(dictionaries.read_dictionary(f / "char.dic").items())[:-1]
+            ),  # fmt: skip
+            r"char.dic: lacks <eow>",
+        ),
+        (
+            lambda f: _rewrite_dic(
+                f / "char.dic", [("ζ", 126), *dictionaries.read_dictionary(f / "char.dic").items()]
+            ),  # fmt: skip
+            r"token_embedder.pkl: char_emb_layer.embedding.weight has shape \(126, 4\), "
+            r"expected \(127, 4\)",
+        ),
+        (
+            lambda f: (f / "cnn_tiny.json").write_text(
+                (f / "cnn_tiny.json").read_text().replace('"word_dim": 3', '"word_dim": 5')
+            ),
+            r"word_emb_layer.embedding.weight has shape \(32, 3\), expected \(32, 5\)",
+        ),
+        (
+            lambda f: (f / "cnn_tiny.json").write_text(
+                (f / "cnn_tiny.json").read_text().replace('"n_layers": 2', '"n_layers": 1')
+            ),
+            r"encoder.pkl: holds forward_layer_1.input_linearity.weight, which the model config",
+        ),
+        (
+            lambda f: (f / "cnn_tiny.json").write_text(
+                (f / "cnn_tiny.json").read_text().replace('"dim": 10', '"dim": 12')
+            ),
+            r"encoder.pkl: forward_layer_0.input_linearity.weight has shape \(40, 6\), "
+            r"expected \(48, 6\)",
+        ),
+    ],
+)
+def test_a_folder_whose_files_disagree_is_refused_naming_the_file(folder, break_it, message):
+    break_it(folder)
+    with pytest.raises(ForeignModelError, match=message) as error:
+        model_folder.read_folder(folder)
+    assert "\n" not in str(error.value)
+
+
+def test_a_dictionary_whose_ids_skip_one_is_refused(folder):
+    words = list(dictionaries.read_dictionary(folder / "word.dic").items())
+    words[-1] = (words[-1][0], 40)  # 32 entries, ids up to 40: the table has 32 rows
+    _rewrite_dic(folder / "word.dic", words)
+    with pytest.raises(ForeignModelError, match="word.dic: ids run to 40 for 32 entries"):
+        model_folder.read_folder(folder)
+
+
+def _converted():
+    return conversion.convert(model_folder.read_folder(EFML_TINY))
+
+
+def test_the_converted_config_round_trips_through_options_json(tmp_path):
+    config, _ = _converted()
+    options = config.to_options()
+    assert options["characters"] == {
+        "scheme": "codepoints",
+        "special_ids": dict(zip(codepoints.CHAR_SPECIALS, range(121, 127))),
+    }
+    assert options["word_embedding"] == {
+        "dim": 3,
+        "n_words": 33,
+        "special_ids": {"oov": 1, "bos": 2, "eos": 3, "pad": 4},
+    }
+    assert options["char_cnn"]["n_characters"] == 127
+    config.save(tmp_path / "options.json")
+    assert ElmoConfig.from_file(tmp_path / "options.json") == config
+    assert config.describe() == "2x10_6_14cnn_2xhighway_3word" and config.id_width == 51
+
+
+def test_a_bilm_tf_config_writes_none_of_the_extension():
+    options = ElmoConfig.from_file(FIXTURES / "tiny" /
+                                   "options.json").to_options()  # fmt: skip
+    assert "characters" not in options and "word_embedding" not in options
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda o: o["characters"].update(scheme="bytes"), "'characters.scheme' must be one of"),
+        (lambda o: o.pop("characters"), "'char_cnn.n_characters' must be 261 or 262, got 127"),
+        (lambda o: o["characters"]["special_ids"].pop("eow"), "'characters.special_ids' must"),
+        (
+            lambda o: o["characters"]["special_ids"].update(eow=500),
+            "'characters.special_ids' must be ids below n_characters",
+        ),
+        (lambda o: o["word_embedding"].pop("n_words"), "'word_embedding.n_words' and"),
+        (
+            lambda o: o["word_embedding"]["special_ids"].update(pad=0),
+            "'word_embedding.special_ids' must give a positive integer id",
+        ),
+    ],
+)
+def test_a_broken_extension_is_refused_naming_the_key(tmp_path, change, message):
+    options = _converted()[0].to_options()
+    change(options)
+    path = tmp_path / "options.json"
+    path.write_text(json.dumps(options))
+    with pytest.raises(OptionsError, match=message):
+        ElmoConfig.from_file(path)
+
+
+def test_the_vocabulary_datasets_are_checked_against_the_config():
+    config, arrays = _converted()
+    vocabulary = codepoints.CodepointVocabulary.from_arrays(config, arrays, "weights.hdf5")
+    assert vocabulary.char_table()[ord("é")] == dictionaries.read_dictionary(
+        EFML_TINY / "char.dic")["é"] + 1  # fmt: skip
+    for name, value, message in [
+        ("vocabulary/char_codepoints", np.zeros([5], np.int32), "has shape"),
+        ("vocabulary/char_codepoints", np.full([127], 65, np.int32), "gives id 0 or a special"),
+        ("vocabulary/word_offsets", arrays["vocabulary/word_offsets"][::-1], "consecutive"),
+        ("vocabulary/words", np.zeros([0], np.uint8), "consecutive spans"),  # offsets named
+    ]:
+        broken = {**arrays, name: value}
+        named = "vocabulary/word_offsets" if name == "vocabulary/words" else name
+        with pytest.raises(WeightFileError, match=f"weights.hdf5: dataset '{named}' .*{message}"):
+            codepoints.CodepointVocabulary.from_arrays(config, broken, "weights.hdf5")
+
+
+def test_the_mappers_ids_are_efmls_plus_one():
+    config, arrays = _converted()
+    vocabulary = codepoints.CodepointVocabulary.from_arrays(config, arrays, "weights.hdf5")
+    mapper = codepoints.CodepointMapper(config, vocabulary)
+    sentences, golden = efml_golden()
+    for i, sentence in enumerate(sentences):
+        rows = np.stack([mapper.bos_row, *map(mapper.token_row, sentence), mapper.eos_row])
+        np.testing.assert_array_equal(rows[:, :50], golden[f"char_ids_{i}"] + 1)
+        np.testing.assert_array_equal(rows[:, 50], golden[f"word_ids_{i}"] + 1)
+    ids = mapper.batch_to_ids(sentences[:2])
+    assert ids.shape == (2, 5, 51) and not ids[0, 4].any()  # a padded position: zeros
+    with pytest.raises(ValueError, match="no character table yet"):
+        codepoints.CodepointMapper(config).token_row("a")
+
+
+def test_fuzz_target_of_the_weight_file_reads_the_vocabulary(tmp_path):
+    from elmo_tf.weight_file import parse_weight_file, write_arrays
+
+    config, arrays = _converted()
+    write_arrays(arrays, tmp_path / "weights.hdf5")
+    data = (tmp_path / "weights.hdf5").read_bytes()
+    read, vocabulary = parse_weight_file(config, data)
+    np.testing.assert_array_equal(vocabulary.char_codepoints, arrays["vocabulary/char_codepoints"])
+    assert set(read) == {k for k in arrays if not k.startswith("vocabulary/")}
+    with pytest.raises(WeightFileError, match="weight file: not a readable HDF5 weight file"):
+        parse_weight_file(config, data[:1000])
+
+
+def test_a_model_over_the_size_limits_is_refused_naming_the_model_config(folder, monkeypatch):
+    monkeypatch.setenv("ELMO_TF_MAX_DIMENSION", "8")
+    with pytest.raises(ForeignModelError) as error:
+        conversion.convert(model_folder.read_folder(folder))
+    assert str(error.value).startswith(f"{folder / 'cnn_tiny.json'}: 'encoder.dim' is 10, above")

@@ -1,0 +1,184 @@
+"""NLPL repository archives and names, read without a model: hostile zip files refused in one
+line with nothing written outside their directory (``elmo_tf.zip_archives``), and the names
+and their addresses (``elmo_tf.presets.nlpl``). The numbers are tests/model/test_nlpl_models.py's,
+the mirror path tests/integration/test_nlpl_downloads.py's."""
+
+import stat
+import struct
+import zipfile
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.foreign_models import (
+    EFML_FILES,
+    EFML_TINY,
+    NLPL_BILM_ZIP,
+    bilm_members,
+    efml_members,
+    zip_bytes,
+)
+
+from elmo_tf import zip_archives
+from elmo_tf.errors import ForeignModelError
+from elmo_tf.presets import nlpl
+
+
+def _write(tmp_path, data, name="model.zip"):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def _tree(path):
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def test_both_kinds_are_told_apart_and_extracted(tmp_path):
+    bilm = zip_archives.extract(NLPL_BILM_ZIP, tmp_path / "bilm")
+    assert bilm.kind == zip_archives.BILM
+    assert _tree(tmp_path / "bilm") == ["meta.json", "model.hdf5", "options.json", "vocab.txt"]
+    efml = zip_archives.extract(
+        _write(tmp_path, zip_bytes(efml_members("144/"))), tmp_path / "efml"
+    )
+    assert efml.kind == zip_archives.EFML  # one top-level folder is tolerated
+    assert _tree(tmp_path / "efml") == sorted(EFML_FILES)
+    assert (tmp_path / "efml" / "encoder.pkl").read_bytes() == (
+        EFML_TINY / "encoder.pkl"
+    ).read_bytes()
+
+
+def _symlink(name, target):
+    info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+    info.create_system = 3
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info, target
+
+
+def _with_size(data, name, size):
+    """``data`` (a zip) with ``name``'s declared uncompressed size set to ``size`` in both its
+    local header and the central directory."""
+    data = bytearray(data)
+    encoded = name.encode()
+    for signature, offset, name_at in ((b"PK\x01\x02", 24, 46), (b"PK\x03\x04", 22, 30)):
+        at = 0
+        while (at := data.find(signature, at)) >= 0:
+            if data[at + name_at : at + name_at + len(encoded)] == encoded:
+                data[at + offset : at + offset + 4] = size.to_bytes(4, "little")
+            at += 4
+    return bytes(data)
+
+
+def _without_its_name(data):
+    """``data`` with its last central directory entry's one-character name made empty (the
+    character becomes its extra field): zipfile cannot write such a member (found by fuzzing)."""
+    data = bytearray(data)
+    at = data.rfind(b"PK\x01\x02")
+    name_length, extra_length = struct.unpack("<HH", data[at + 28 : at + 32])
+    data[at + 28 : at + 32] = struct.pack("<HH", 0, name_length + extra_length)
+    return bytes(data)
+
+
+HOSTILE = [
+    ("dotdot", lambda: zip_bytes([*bilm_members(), ("../evil.txt", b"x")]), "leaves the folder"),
+    ("absolute", lambda: zip_bytes([*bilm_members(), ("/tmp/evil.txt", b"x")]), "is absolute"),
+    ("backslash", lambda: zip_bytes([*bilm_members(), ("..\\evil.txt", b"x")]), "a backslash"),
+    ("symlink", lambda: zip_bytes([*bilm_members(), _symlink("vocab.txt.gz", b"/etc")]),
+     "'vocab.txt.gz' is a symbolic link"),
+    ("duplicate", lambda: zip_bytes([*bilm_members(), ("vocab.txt", b"again")]),
+     "names the member 'vocab.txt' twice"),
+    ("bomb", lambda: zip_bytes([*bilm_members()[:-1], ("vocab.txt", bytes(20 << 20))]),
+     "'vocab.txt' expands 1,0"),
+    ("nested by name", lambda: zip_bytes([*bilm_members(), ("weights.zip", b"PK")]),
+     "'weights.zip' is an archive inside the archive"),
+    ("missing", lambda: zip_bytes([m for m in bilm_members() if m[0] != "model.hdf5"]),
+     "lacks model.hdf5 (a bilm-tf model archive holds options.json, model.hdf5)"),
+    ("extra", lambda: zip_bytes([*bilm_members(), ("run.sh", b"rm -rf ~")]),
+     "holds 'run.sh', which a bilm-tf model archive has no place for"),
+    ("subfolder", lambda: zip_bytes([*bilm_members(), ("a/b/c.json", b"{}")]),
+     "is in a folder of its own"),
+    ("empty name", lambda: _without_its_name(zip_bytes([*bilm_members(), ("e", b"x")])),
+     "a member has an empty name"),
+    ("neither", lambda: zip_bytes([("notes.txt", b"x")]), "holds neither a bilm-tf model"),
+    ("not a zip", lambda: b"PK\x03\x04 and then nothing", "not a readable zip archive"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("make, message", [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_a_hostile_archive_is_refused_in_one_line_and_writes_nothing(tmp_path, make, message):
+    archive = _write(tmp_path, make())
+    with pytest.raises(ForeignModelError) as error:
+        zip_archives.extract(archive, tmp_path / "out")
+    assert message in str(error.value) and str(error.value).startswith(str(archive))
+    assert "\n" not in str(error.value)
+    assert _tree(tmp_path) == ["model.zip"]  # nothing extracted, nothing outside
+
+
+def test_a_declared_size_over_the_bound_is_refused_before_reading(tmp_path, monkeypatch):
+    monkeypatch.setattr(zip_archives, "MAX_MEMBER_BYTES", 100_000)
+    archive = _write(tmp_path, zip_bytes(bilm_members()))
+    with pytest.raises(ForeignModelError, match="'model.hdf5' declares 450,896 bytes, more than"):
+        zip_archives.inspect(archive)
+
+
+@pytest.mark.parametrize("size", [61, 63, 0xFFFFFFF0])
+def test_a_wrong_declared_size_is_refused_and_removes_what_was_written(tmp_path, size):
+    members = [*[m for m in bilm_members() if m[0] != "vocab.txt"], ("vocab.txt", b"a" * 62)]
+    data = zip_bytes(members, compression=zipfile.ZIP_STORED)
+    archive = _write(tmp_path, _with_size(data, "vocab.txt", size))
+    with pytest.raises(ForeignModelError) as error:
+        zip_archives.extract(archive, tmp_path / "out")
+    assert "vocab.txt" in str(error.value) or "damaged zip archive" in str(error.value)
+    assert _tree(tmp_path) == ["model.zip"]
+
+
+def test_an_archive_inside_by_its_bytes_is_refused_when_extracted(tmp_path):
+    members = [m for m in bilm_members() if m[0] != "vocab.txt"]
+    archive = _write(tmp_path, zip_bytes([*members, ("vocab.txt", zip_bytes([("x", b"y")]))]))
+    with pytest.raises(ForeignModelError, match="'vocab.txt' is an archive inside the archive"):
+        zip_archives.extract(archive, tmp_path / "out")
+    assert _tree(tmp_path) == ["model.zip"]
+
+
+def test_extraction_never_follows_a_link_in_place_of_a_file(tmp_path):
+    # The directory is made fresh: a link planted where it would go is refused by mkdir.
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "out").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(FileExistsError):
+        zip_archives.extract(NLPL_BILM_ZIP, tmp_path / "out")
+    assert _tree(tmp_path / "elsewhere") == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_fuzz_the_archive_parser(data):
+    original = bytearray(NLPL_BILM_ZIP.read_bytes()[-2000:])  # the directory's end, damaged
+    for _ in range(data.draw(st.integers(1, 6))):
+        original[data.draw(st.integers(0, len(original) - 1))] = data.draw(st.integers(0, 255))
+    try:
+        layout = zip_archives.parse_archive(bytes(original))
+    except ForeignModelError as e:
+        assert "\n" not in str(e)
+    else:
+        assert layout.kind in (zip_archives.BILM, zip_archives.EFML)
+
+
+def test_names_and_aliases_name_the_repository_address(monkeypatch):
+    monkeypatch.delenv("ELMO_TF_NLPL_BASE_URL", raising=False)
+    assert nlpl.lookup("efml-en") == nlpl.lookup("nlpl:144") == nlpl.lookup("nlpl:11/144")
+    assert nlpl.lookup("efml-en").url() == "http://vectors.nlpl.eu/repository/11/144.zip"
+    assert nlpl.lookup("norelmo30").url() == "http://vectors.nlpl.eu/repository/20/217.zip"
+    assert nlpl.lookup("nlpl:20/219").url() == "http://vectors.nlpl.eu/repository/20/219.zip"
+    assert nlpl.lookup("nlpl:219") is None  # its release is not known here
+    assert len(nlpl.EFML) == 44 and sorted(nlpl.EFML) == list(range(136, 180))
+    monkeypatch.setenv("ELMO_TF_NLPL_BASE_URL", "http://127.0.0.1:1/mirror/")
+    assert nlpl.lookup("efml-zh-hant").url() == "http://127.0.0.1:1/mirror/11/179.zip"
+
+
+def test_an_unknown_nlpl_name_says_how_to_name_any_entry():
+    import elmo_tf
+
+    with pytest.raises(elmo_tf.errors.PresetError) as error:
+        elmo_tf.ELMo.from_preset("efml-grcc")
+    assert "write nlpl:<release>/<id> for any entry" in str(error.value)
+    assert "did you mean 'efml-grc'" in str(error.value)

@@ -1,0 +1,274 @@
+"""The PyTorch state_dict reader (``elmo_tf.torch_state_dict``): PyTorch's legacy and zip
+layouts read as data with NumPy, and a file that would run code refused before any of it runs.
+Unit tests: no model, no TensorFlow, no PyTorch (``torch_pickles`` writes the files)."""
+
+import collections
+import io
+import os
+import pickle
+import warnings
+import zipfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import torch_pickles
+from support.foreign_models import EFML_TINY
+
+from elmo_tf import torch_state_dict
+from elmo_tf.errors import ForeignModelError
+from elmo_tf.torch_state_dict import parse_state_dict, read_state_dict
+
+
+def _tensors():
+    rng = np.random.default_rng(0)
+    shared = torch_pickles.Storage(rng.normal(size=30).astype(np.float32), "7")
+    return collections.OrderedDict(
+        [
+            ("weight", rng.normal(size=(4, 3)).astype(np.float32)),
+            ("ids", np.arange(5, dtype=np.int64)),
+            ("half", np.array([1.5, -2.0], np.float16)),
+            ("scalar", np.array(3.25, np.float64)),
+            ("empty", np.zeros((0, 4), np.float32)),
+            # two views of one storage: an offset, and a transposed (non-contiguous) one
+            ("view", torch_pickles.Tensor(shared, 2, (3, 4), (4, 1))),
+            ("transposed", torch_pickles.Tensor(shared, 0, (5, 6), (1, 5))),
+        ]
+    )
+
+
+def _expected(name, value):
+    if isinstance(value, np.ndarray):
+        return value
+    values = value.storage.values
+    return np.lib.stride_tricks.as_strided(
+        values[value.offset :], value.size, [s * values.itemsize for s in value.stride]
+    )
+
+
+@pytest.mark.parametrize("layout", ["legacy", "zip"])
+def test_a_state_dict_reads_back_value_for_value(layout):
+    tensors = _tensors()
+    data = (torch_pickles.legacy_bytes if layout == "legacy" else torch_pickles.zip_bytes)(tensors)
+    read = parse_state_dict(data)
+    assert list(read) == list(tensors)
+    for name, value in tensors.items():
+        expected = _expected(name, value)
+        assert read[name].dtype == expected.dtype and read[name].shape == expected.shape, name
+        np.testing.assert_array_equal(read[name], expected)
+        assert read[name].flags.writeable and read[name].flags.c_contiguous
+
+
+def test_the_efml_fixture_reads_with_efml_shapes():
+    embedder = read_state_dict(EFML_TINY / "token_embedder.pkl")
+    assert embedder["char_emb_layer.embedding.weight"].shape == (126, 4)
+    assert embedder["convolutions.2.weight"].shape == (6, 4, 3)
+    assert embedder["projection.weight"].shape == (6, 3 + 14)
+    encoder = read_state_dict(EFML_TINY / "encoder.pkl")
+    assert sorted({k.split(".")[0] for k in encoder}) == [
+        "backward_layer_0", "backward_layer_1", "forward_layer_0", "forward_layer_1"
+    ]  # fmt: skip
+    assert encoder["forward_layer_0.input_linearity.weight"].shape == (40, 6)
+    assert all(v.dtype == np.float32 for v in [*embedder.values(), *encoder.values()])
+
+
+class _WritesMarker:
+    """Pickles as a call that creates ``path``: what a hostile model file does."""
+
+    def __init__(self, path, function):
+        self.path, self.function = path, function
+
+    def __reduce__(self):
+        if self.function == "system":
+            return os.system, (f"touch {self.path}",)
+        return exec, (f"open({str(self.path)!r}, 'w').close()",)
+
+
+@pytest.mark.parametrize("function", ["system", "exec"])
+@pytest.mark.parametrize("where", ["object", "tensor"])
+def test_a_pickle_that_would_run_code_is_refused_and_its_code_never_runs(tmp_path, function, where):
+    marker = tmp_path / "marker"
+    payload = _WritesMarker(marker, function)
+    if where == "object":
+        main = pickle.dumps(payload, protocol=2)
+    else:  # inside a state_dict, as the value of one entry
+        main = pickle.dumps(collections.OrderedDict(weight=payload), protocol=2)
+    # The payload is live: plain pickle runs it (the reason for the reader).
+    pickle.loads(main)
+    assert marker.exists()
+    marker.unlink()
+
+    path = tmp_path / "encoder.pkl"
+    path.write_bytes(torch_pickles.legacy_with_main(main))
+    with pytest.raises(ForeignModelError) as error:
+        read_state_dict(path)
+    name = {"system": "posix.system", "exec": "__builtin__.exec"}[function]  # protocol 2's
+    assert str(error.value) == (
+        f"{path}: not loaded: the PyTorch state_dict file refers to {name}, which a state_dict "
+        "never holds (loading the file with pickle would run it)"
+    )
+    assert "\n" not in str(error.value)
+    assert not marker.exists()
+
+
+def test_a_stand_in_cannot_be_changed_by_a_pickle():
+    # BUILD on torch.FloatStorage would set its dtype for every later load in the process.
+    main = b"\x80\x02ctorch\nFloatStorage\n}X\x05\x00\x00\x00dtypeX\x03\x00\x00\x00<i8sb."
+    with pytest.raises(ForeignModelError, match="sets attributes of one of PyTorch's names"):
+        parse_state_dict(torch_pickles.legacy_with_main(main))
+    dtype = torch_state_dict._ALLOWED[("torch", "FloatStorage")].dtype
+    assert dtype == np.dtype("<f4")
+    np.testing.assert_array_equal(
+        parse_state_dict(torch_pickles.legacy_bytes({"w": np.ones(2, np.float32)}))["w"], [1, 1]
+    )
+
+
+def _legacy(**kwargs):
+    return torch_pickles.legacy_bytes({"w": np.arange(6, dtype=np.float32).reshape(2, 3)}, **kwargs)
+
+
+def _count_offset(data):
+    """Where the legacy file's only storage's element count is."""
+    return len(data) - 6 * 4 - 8
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: b"", "not a PyTorch state_dict file in PyTorch's legacy or zip layout"),
+        (lambda: b"\x80\x02K\x05.", "does not start with PyTorch's magic number"),
+        (lambda: b"not a pickle at all", "legacy or zip layout"),
+        (lambda: _legacy()[:-5], "ends inside storage '1000'"),
+        (lambda: _legacy(trailing=b"\x00"), "has bytes after its last storage"),
+        (
+            lambda: _legacy(sys_info={"little_endian": False}),
+            "was written on a big-endian machine",
+        ),
+        (
+            lambda: (lambda d: d[: _count_offset(d)] + np.int64(7).tobytes() + d[-24:])(_legacy()),
+            "has storage '1000' of 7 elements where its object says 6",
+        ),
+        (
+            lambda: torch_pickles.legacy_with_main(pickle.dumps([1, 2], protocol=2)),
+            "holds a list, not a state_dict",
+        ),
+        (
+            lambda: torch_pickles.legacy_with_main(pickle.dumps({"w": "text"}, protocol=2)),
+            "holds str under 'w', not a tensor",
+        ),
+        (  # a storage that views another (PyTorch's view metadata)
+            lambda: torch_pickles.legacy_with_main(
+                _storage_pid(4).replace(b"NtQ", b"X\x01\x00\x00\x00vK\x00K\x01\x87tQ")
+            ),
+            "holds storage 'k' as a view of another storage",
+        ),
+        (  # a persistent id that is not a storage (PyTorch's "module" source records)
+            lambda: torch_pickles.legacy_with_main(
+                b"\x80\x02(X\x06\x00\x00\x00moduleK\x01K\x02K\x03tQ."
+            ),
+            "holds a reference that is not a storage",
+        ),
+    ],
+)
+def test_a_broken_file_is_refused_in_one_line(make, message):
+    with pytest.raises(ForeignModelError, match=message) as error:
+        parse_state_dict(make(), source="encoder.pkl")
+    assert str(error.value).startswith("encoder.pkl: ")
+    assert "\n" not in str(error.value)
+
+
+def _storage_pid(numel, key="k"):
+    """A main pickle of {'w': tensor of ``numel`` floats, size (numel,)}."""
+    key_bytes = key.encode()
+    return (
+        b"\x80\x02ccollections\nOrderedDict\n)R(X\x01\x00\x00\x00w"
+        b"ctorch._utils\n_rebuild_tensor_v2\n("
+        b"(X\x07\x00\x00\x00storagectorch\nFloatStorage\n"
+        + b"X" + len(key_bytes).to_bytes(4, "little") + key_bytes
+        + b"X\x03\x00\x00\x00cpu\x8a\x08" + numel.to_bytes(8, "little") + b"NtQ"
+        + b"K\x00\x8a\x08" + numel.to_bytes(8, "little") + b"\x85K\x01\x85\x89)tRu."
+    )  # fmt: skip
+
+
+def test_a_storage_larger_than_the_file_is_refused_before_anything_is_allocated():
+    data = torch_pickles.legacy_with_main(_storage_pid(1 << 40))
+    with pytest.raises(ForeignModelError, match="of 1099511627776 elements, more than the file"):
+        parse_state_dict(data)
+
+
+def test_a_tensor_beyond_its_storage_is_refused():
+    tensors = {"w": torch_pickles.Tensor(torch_pickles.Storage(np.ones(4, np.float32), "1"),
+                                          2, (3,), (1,))}  # fmt: skip
+    with pytest.raises(ForeignModelError, match=r"tensor 'w' \(3,\) beyond its storage of 4"):
+        parse_state_dict(torch_pickles.legacy_bytes(tensors))
+
+
+def test_many_views_of_one_storage_are_refused_before_they_cost_memory():
+    storage = torch_pickles.Storage(np.ones(100, np.float32), "1")
+    views = {f"w{i}": torch_pickles.Tensor(storage, 0, (100,), (1,)) for i in range(10)}
+    with pytest.raises(ForeignModelError, match="more values in its tensors than its storages"):
+        parse_state_dict(torch_pickles.legacy_bytes(views))
+    # Tied weights (two names, one storage) read.
+    read = parse_state_dict(torch_pickles.legacy_bytes(dict(list(views.items())[:2])))
+    assert list(read) == ["w0", "w1"]
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda names: names + [names[0]], "names one member twice"),
+        (lambda names: [n.replace("archive/", "") for n in names], "does not hold one folder"),
+        (lambda names: [n for n in names if not n.endswith("data.pkl")], "has no data.pkl"),
+        (lambda names: [n for n in names if "/data/" not in n], "has no data/"),
+    ],
+)
+def test_a_broken_zip_layout_is_refused(mutate, message):
+    source = zipfile.ZipFile(io.BytesIO(torch_pickles.zip_bytes({"w": np.ones(3, np.float32)})))
+    names = mutate(source.namelist())
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate it writes
+        for name in names:
+            original = name if name in source.namelist() else f"archive/{name}"
+            target.writestr(name, source.read(original))
+    with pytest.raises(ForeignModelError, match=message):
+        parse_state_dict(out.getvalue())
+
+
+def test_the_file_size_bound_is_checked_before_reading(tmp_path):
+    path = tmp_path / "big.pkl"
+    path.write_bytes(_legacy())
+    with pytest.raises(ForeignModelError, match="more than the 100 a PyTorch state_dict file"):
+        read_state_dict(path, max_bytes=100)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzz_any_damaged_file_is_a_state_dict_or_one_error(data):
+    """The fuzz target's contract on damaged copies of a valid file: a dict of arrays, or
+    ``ForeignModelError``; never another exception."""
+    original = bytearray(_legacy() if data.draw(st.booleans()) else torch_pickles.zip_bytes(
+        {"w": np.arange(6, dtype=np.float32)}))  # fmt: skip
+    for _ in range(data.draw(st.integers(1, 4))):
+        position = data.draw(st.integers(0, len(original) - 1))
+        original[position] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        original = original[: data.draw(st.integers(0, len(original)))]
+    try:
+        read = parse_state_dict(bytes(original))
+    except ForeignModelError as e:
+        assert "\n" not in str(e)
+    else:
+        assert all(isinstance(v, np.ndarray) for v in read.values())
+
+
+def test_a_zip_storage_of_the_wrong_size_is_refused():
+    source = zipfile.ZipFile(io.BytesIO(torch_pickles.zip_bytes({"w": np.ones(3, np.float32)})))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            target.writestr(name, data + b"\x00" * 4 if "/data/" in name else data)
+    with pytest.raises(ForeignModelError, match=r"has data/1000 of 16 bytes, expected 12"):
+        parse_state_dict(out.getvalue())
