@@ -71,8 +71,11 @@ def compare(reference, test, keys=None):
     """``{key: Fidelity}`` of ``test`` against ``reference``, two ``embed`` results of the same
     sentences; ``keys`` default to every per-token key (``word_emb``, ``lstm_outputsK``,
     ``elmo``...). The lengths are the reference's ``sequence_len``."""
-    if keys is None:
-        keys = [k for k in reference if k.startswith(PER_TOKEN_PREFIXES)]
+    if keys is None:  # in the outputs' order (elmo_tf.models.outputs), whatever the dict's
+        keys = sorted(
+            (k for k in reference if k.startswith(PER_TOKEN_PREFIXES)),
+            key=lambda k: (next(i for i, p in enumerate(PER_TOKEN_PREFIXES) if k.startswith(p)), k),
+        )
     lengths = np.asarray(reference["sequence_len"])
     if not np.array_equal(lengths, np.asarray(test["sequence_len"])):
         raise ValueError("the two results hold sentences of different lengths")
