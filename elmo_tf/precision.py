@@ -4,10 +4,10 @@
 =============  =========================================  ====================================
 runtime        ``bfloat16``                                ``int8``
 =============  =========================================  ====================================
-TensorFlow,    Keras's ``mixed_bfloat16`` policy: float32  through an export (below)
-PyTorch, JAX   variables, bfloat16 matmuls and
-               convolutions; on a CPU, only one with
-               native bfloat16 (AVX-512 BF16 or AMX)
+TensorFlow,    Keras's ``bfloat16`` policy: bfloat16      through an export (below)
+PyTorch, JAX   weights, matmuls and convolutions; on a
+               CPU, only one with native bfloat16
+               (AVX-512 BF16 or AMX)
 ONNX Runtime   no (no bfloat16 matmul on x86 CPUs)         ``export onnx --precision int8``:
                                                            int8 weights, activations quantised
                                                            per call (``onnx_quantize``)
@@ -16,12 +16,15 @@ TFLite         no                                          ``export tflite --pre
 =============  =========================================  ====================================
 
 ``check(precision, runtime)`` raises ``PrecisionError`` in one line naming what the precision
-needs; ``dtype_policy(precision)`` is the Keras policy of the in-process runtimes. A CPU
+needs; ``dtype_policy(precision)`` is the Keras policy of the in-process runtimes. For
+inference, ``bfloat16`` gives the numbers of ``mixed_bfloat16`` bit for bit (that policy casts
+every float32 weight to bfloat16 before using it), without casting every weight at every call,
+and with half the weights' memory. A CPU
 without native bfloat16 emulates it, slower than float32 (oneDNN on AVX-512 without BF16,
 Eigen or PyTorch's own kernels on AVX2: tens of times slower), so it is refused there rather
-than run slowly. ``ELMo(..., dtype="mixed_bfloat16")`` is Keras's own switch and is not
-checked. How far each precision moves the numbers, and how fast it runs, is measured in
-docs/performance.md ("Reduced precision"; ``benchmarks/precision.py``).
+than run slowly. ``ELMo(..., dtype="mixed_bfloat16")`` (or ``"bfloat16"``) is Keras's own
+switch and is not checked. How far each precision moves the numbers, and how fast it runs, is
+measured in docs/performance.md ("Reduced precision"; ``benchmarks/precision.py``).
 """
 
 import os
@@ -137,11 +140,11 @@ def check(precision, runtime, device="cpu", flags=None):
 
 def dtype_policy(precision):
     """The Keras dtype policy that computes in ``precision`` on the in-process runtimes:
-    ``"float32"`` or ``"mixed_bfloat16"``; ``PrecisionError`` for ``int8``."""
+    ``"float32"`` or ``"bfloat16"``; ``PrecisionError`` for ``int8``."""
     check_name(precision)
     if precision == "int8":
         raise PrecisionError(_INT8_THROUGH_EXPORT)
-    return "mixed_bfloat16" if precision == "bfloat16" else "float32"
+    return precision
 
 
 def default_device(runtime):

@@ -57,8 +57,9 @@ class ELMo(keras.Model):
         l2_coefficient: λ of the paper's penalty on the mix weights (0: none).
         dropout: dropout rate on the mixed representations during training.
         dedupe_tokens: encode each distinct token of a batch once (same numbers, less work).
-        precision: ``"float32"`` (default) or ``"bfloat16"``: float32 variables, bfloat16
-            matmuls and convolutions (Keras's ``mixed_bfloat16`` policy), refused in one line
+        precision: ``"float32"`` (default) or ``"bfloat16"``: bfloat16 weights, matmuls and
+            convolutions (Keras's ``bfloat16`` policy: for inference the numbers of
+            ``mixed_bfloat16``, without its per-call weight casts), refused in one line
             (``elmo_tf.precision.PrecisionError``) on a CPU without native bfloat16; ``int8``
             runs through an export (``elmo_tf.precision``). Not with ``dtype``.
         **kwargs: ``keras.Model`` arguments. ``dtype="mixed_float16"`` or ``"mixed_bfloat16"``

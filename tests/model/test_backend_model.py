@@ -131,7 +131,11 @@ def test_bfloat16_fidelity_of_the_bundled_model():
     sentences = _fidelity_sentences()
     exact = elmo_tf.ELMo.from_preset("sotu")
     approx = elmo_tf.ELMo.from_preset("sotu", precision="bfloat16")
-    assert approx.dtype_policy.name == "mixed_bfloat16"
+    assert approx.dtype_policy.name == "bfloat16"
+    assert {w.dtype for w in approx.weights} == {"bfloat16"}
+    # The same numbers as Keras's mixed_bfloat16 (which casts each float32 weight first).
+    mixed = elmo_tf.ELMo.from_preset("sotu", dtype="mixed_bfloat16").embed(sentences[:8])
+    assert_same(approx.embed(sentences[:8])["elmo"], mixed["elmo"])
     reference = exact.embed(sentences)
     table = fidelity.compare(reference, approx.embed(sentences))
     assert sorted(table) == ["elmo", "lstm_outputs1", "lstm_outputs2", "word_emb"]
@@ -147,6 +151,14 @@ def test_bfloat16_fidelity_of_the_bundled_model():
         cell.kernel.assign(np.round(kernel / step) * step)
     broken = fidelity.compare(reference, exact.embed(sentences))["elmo"]
     assert broken.cos_p1 < BFLOAT16_COS_P1 and broken.cos_mean < BFLOAT16_COS_MEAN
+
+
+def test_precision_is_checked_before_the_model_is_built():
+    with pytest.raises(ValueError, match="pass precision or dtype, not both"):
+        _model(precision="bfloat16", dtype="float32")
+    with pytest.raises(precision.PrecisionError, match="int8 runs through an export"):
+        _model(precision="int8")
+    assert _model(precision="float32").dtype_policy.name == "float32"
 
 
 def test_keras_file_round_trip(tmp_path):

@@ -21,7 +21,7 @@ SKYLAKE = {"avx512f", "avx512bw", "avx512vl"}  # AVX-512 without BF16: oneDNN em
 def test_bfloat16_runs_in_process_on_a_cpu_with_native_bfloat16(runtime, flags, monkeypatch):
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
     assert precision.check("bfloat16", runtime, "cpu", flags) == "bfloat16"
-    assert precision.dtype_policy("bfloat16") == "mixed_bfloat16"
+    assert precision.dtype_policy("bfloat16") == "bfloat16"
 
 
 @pytest.mark.parametrize("runtime", ["tensorflow", "jax"])
