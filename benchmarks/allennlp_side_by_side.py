@@ -9,7 +9,9 @@ Each shape's weights are random, in the published layout (``elmo_tf.testing.rand
 A pass embeds the first ``--n`` sentences in file order, ``--batch`` sentences a call (as a
 training loop feeds them), under ``torch.no_grad()`` with dropout off; the passes alternate
 between the implementations, and each one's median of ``--repeats`` passes is reported after
-one warm-up pass. ``--compile`` adds the drop-in under ``torch.compile``. ``--device cuda``
+one warm-up pass. ``--compile`` adds the drop-in under ``torch.compile``; ``--bfloat16`` the
+drop-in in bfloat16 (``.to(torch.bfloat16)``), with its per-token cosine against the float32
+drop-in over the same calls (``elmo_tf.probes.fidelity``). ``--device cuda``
 runs the PyTorch rows on a GPU. AllenNLP's modules come from ``--peer`` (a copy that imports
 without installing AllenNLP); they are only run here, never imported by elmo_tf.
 """
@@ -37,6 +39,7 @@ def main():
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--compile", action="store_true", help="also time torch.compile's drop-in")
+    ap.add_argument("--bfloat16", action="store_true", help="also time the drop-in in bfloat16")
     ap.add_argument("--no-tensorflow", action="store_true", help="leave out the TensorFlow row")
     ap.add_argument("--tensorflow-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -67,6 +70,10 @@ def main():
                    f"{rates['max_diff']:.1e}"]  # fmt: skip
             if "compiled" in rates:
                 row[2] += f" ({rates['compiled']:,.0f} compiled)"
+            if "bfloat16" in rates:
+                cos, half = rates["bfloat16_fidelity"], rates["bfloat16"]
+                row[2] += (f" ({half:,.0f} in bfloat16: {half / peer:.2f}x, cosine mean "
+                           f"{cos['cos_mean']:.5f}, 1st pct {cos['cos_p1']:.5f})")  # fmt: skip
             print("| " + " | ".join(row) + " |", flush=True)
 
 
@@ -92,6 +99,7 @@ def _torch_rates(args, sentences, files, tokens):
 
     import elmo_tf
     from elmo_tf.allennlp import Elmo, batch_to_ids
+    from elmo_tf.probes import fidelity
 
     device = torch.device(args.device)
     batches = [sentences[i : i + args.batch] for i in range(0, len(sentences), args.batch)]
@@ -106,6 +114,9 @@ def _torch_rates(args, sentences, files, tokens):
     if args.compile:
         compiled = torch.compile(drop_in)
         runs["compiled"] = lambda b: compiled(batch_to_ids(b).to(device))
+    if args.bfloat16:
+        half = Elmo(*files, 1, dropout=0.0).to(device).to(torch.bfloat16).eval()
+        runs["bfloat16"] = lambda b: half(batch_to_ids(b).to(device))
 
     def one_pass(run):
         with torch.no_grad():
@@ -116,20 +127,32 @@ def _torch_rates(args, sentences, files, tokens):
 
     # The warm-up pass (and torch.compile's compilation) also compares the numbers: both
     # stateful, fresh, over the same calls in order.
+    worst, fidelity_rows = 0.0, []
     with torch.no_grad():
-        worst = max(
-            (runs["allennlp"](b)["elmo_representations"][0] - runs["drop-in"](b)[
-                "elmo_representations"][0]).abs().max().item()
-            for b in batches
-        )  # fmt: skip
+        for b in batches:
+            ours = runs["drop-in"](b)["elmo_representations"][0]
+            theirs = runs["allennlp"](b)["elmo_representations"][0]
+            worst = max(worst, (theirs - ours).abs().max().item())
+            if args.bfloat16:  # the bfloat16 drop-in over the same calls, from a fresh state
+                approx = runs["bfloat16"](b)["elmo_representations"][0].float()
+                lengths = [len(s) for s in b]
+                fidelity_rows.append(
+                    fidelity.token_fidelity(ours.cpu().numpy(), approx.cpu().numpy(), lengths)
+                )
     for name, run in runs.items():
-        if name not in ("allennlp", "drop-in"):
+        if name not in ("allennlp", "drop-in", "bfloat16"):
             one_pass(run)
     times = {name: [] for name in runs}
     for _ in range(args.repeats):  # the implementations take turns
         for name, run in runs.items():
             times[name].append(seconds(lambda run=run: one_pass(run)))
     rates = {name: tokens / Timing(t).median for name, t in times.items()}
+    if fidelity_rows:  # token-weighted over the calls
+        counts = [row.tokens for row in fidelity_rows]
+        rates["bfloat16_fidelity"] = {
+            "cos_mean": sum(r.cos_mean * n for r, n in zip(fidelity_rows, counts)) / sum(counts),
+            "cos_p1": min(r.cos_p1 for r in fidelity_rows),
+        }
     return {**rates, "max_diff": worst}
 
 

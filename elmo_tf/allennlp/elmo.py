@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import torch
 
-from elmo_tf import checks, presets
+from elmo_tf import checks, precision, presets
 from elmo_tf.allennlp import checkpoint_layout
 from elmo_tf.characters import BOS_CHAR_IDS, EOS_CHAR_IDS, batch_to_ids
 from elmo_tf.config import ElmoConfig
@@ -32,6 +32,13 @@ class Elmo(torch.nn.Module):
     parameters are AllenNLP's tensors; each call computes the ``ELMo`` model's weights from
     them (``checkpoint_layout``) and runs it (``keras.StatelessScope``), so gradients reach
     them and ``.to(device)``, ``.cuda()``, ``.double()`` behave as for any module.
+
+    Reduced precision: ``elmo.to(torch.bfloat16)`` computes in bfloat16 (the parameters, the
+    LSTM states and the representations too), PyTorch's own way, on a GPU or on a CPU with
+    AVX-512 BF16 or AMX (elsewhere bfloat16 matmuls are emulated, many times slower than
+    float32: a ``UserWarning`` says so once); ``.to(torch.float32)`` brings it back. How far
+    it moves the representations, and how fast it runs against AllenNLP's ``Elmo``:
+    docs/performance.md, "Reduced precision".
 
     Args:
         options_file: the biLM's options.json: a path, or a URL (AllenNLP's URLs of the
@@ -197,6 +204,8 @@ class Elmo(torch.nn.Module):
 
         parameter = next(self.parameters())
         model = self._model(parameter.dtype)
+        if parameter.dtype == torch.bfloat16 and parameter.device.type == "cpu":
+            self._warn_emulated_bfloat16()
         tensors = dict(self.named_parameters())
         table = checkpoint_layout.groups(model, self.num_output_representations)
         rows = char_ids.shape[0]
@@ -240,6 +249,17 @@ class Elmo(torch.nn.Module):
                 name="elmo",
             )
         return self._models[name]
+
+    def _warn_emulated_bfloat16(self):
+        """Once per module: a ``UserWarning`` (``elmo_tf.precision``'s line) where this CPU
+        has no native bfloat16 (``.to(torch.bfloat16)`` is PyTorch's to refuse, not ours)."""
+        if getattr(self, "_bfloat16_checked", False):
+            return
+        self._bfloat16_checked = True
+        try:
+            precision.check("bfloat16", "torch", "cpu")
+        except precision.PrecisionError as e:
+            warnings.warn(f"elmo_tf.allennlp.Elmo in bfloat16 on this CPU: {e}", stacklevel=3)
 
     def _word_ids(self, word_inputs, shape):
         """The cached vocabulary's indices ``(rows, timesteps)``, or ``None`` to run the

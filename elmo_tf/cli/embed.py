@@ -17,7 +17,13 @@ from elmo_tf.cli.common import (
     check_input_name,
     check_output_path,
 )
-from elmo_tf.cli.model_flags import add_model_arguments, check_model_and_output, load_model
+from elmo_tf.cli.model_flags import (
+    add_model_arguments,
+    add_precision_argument,
+    check_in_process_precision,
+    check_model_and_output,
+    load_model,
+)
 from elmo_tf.cli.progress import Progress
 from elmo_tf.cpu_threads import configure_threads
 from elmo_tf.embedding_file import (
@@ -54,6 +60,13 @@ def add_parser(subparsers):
         metavar="MODEL.onnx",
         help="run an ONNX export (elmo-tf export onnx) in ONNX Runtime, without TensorFlow, "
         "instead of a model the other flags name (the [onnx] extra)",
+    )
+    add_precision_argument(
+        parser,
+        ("float32", "bfloat16", "int8"),
+        "float32 (default); bfloat16: bfloat16 matmuls, on a CPU with AVX-512 BF16 or AMX or a "
+        "GPU; int8 runs through an export (elmo-tf export onnx OUTPUT --precision int8, then "
+        "--onnx OUTPUT). An --onnx file holds its own precision",
     )
     layers = parser.add_mutually_exclusive_group()
     layers.add_argument(
@@ -116,6 +129,8 @@ def run(args):
         raise CommandError(e) from None
     if args.onnx is not None:
         model_files = _check_onnx_flags(args)
+    else:
+        check_in_process_precision(args.precision)
     check_input_exists(args.input)
     # the files the model is read from are inputs too
     if args.onnx is None:
@@ -135,7 +150,7 @@ def run(args):
         model = OnnxModel(args.onnx)
     else:
         configure_threads(warn=False)  # before the first op: both LSTM directions side by side
-        model = load_model(args)
+        model = load_model(args, precision=args.precision)
         model.embed([["warm"]], token_cache_size=0)  # compiles the model: set-up, not the rate
     progress = Progress(total, unit="sentences", setup_seconds=time.monotonic() - setup_started)
     try:
@@ -161,6 +176,11 @@ def _check_onnx_flags(args):
     given = [flag for flag in ("--model", "--options", "--weights") if getattr(args, flag[2:])]
     if given:
         raise CommandError(f"pass one of --onnx, {', '.join(given)}, not several")
+    if args.precision != "float32":
+        raise CommandError(
+            f"--precision {args.precision} with --onnx: the ONNX file holds its own precision "
+            "(elmo-tf export onnx OUTPUT --precision int8 writes an int8 one)"
+        )
     extras.require("onnx", "this command", modules=("onnxruntime",))
     check_input_name(args.onnx, "--onnx")
     untrusted_files.check_readable(args.onnx, "ONNX file", ModelFileError)

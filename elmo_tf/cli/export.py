@@ -21,6 +21,7 @@ from elmo_tf.cli.common import (
 )
 from elmo_tf.cli.model_flags import (
     add_model_arguments,
+    add_precision_argument,
     check_model,
     check_model_and_output,
     load_model,
@@ -30,6 +31,8 @@ from elmo_tf.export.onnx_export import OPSET
 from elmo_tf.export.tflite_arguments import QUANTIZE_CHOICES, check_arguments
 from elmo_tf.export.versions import version_directory
 from elmo_tf.models.settings import FINE_TUNE_CHOICES, check_settings
+from elmo_tf.precision import PRECISIONS, PrecisionError
+from elmo_tf.precision import check as check_precision
 
 
 def add_parser(subparsers):
@@ -113,10 +116,18 @@ def _add_tflite_parser(formats):
         type=int,
         help="fix the tokens per sentence (default: dynamic, resize the input per call)",
     )
+    add_precision_argument(
+        parser,
+        PRECISIONS,
+        "float32 (default), or int8: int8 weights, float activations quantised at run time "
+        "(dynamic-range quantisation, the same as --quantize dynamic)",
+        default=None,
+    )
     parser.add_argument(
         "--quantize",
         choices=QUANTIZE_CHOICES,
-        help="'dynamic': int8 weights, float activations (dynamic-range quantisation)",
+        help="'dynamic': int8 weights, float activations (dynamic-range quantisation); "
+        "--precision int8 says the same",
     )
     return parser
 
@@ -136,6 +147,13 @@ def _add_onnx_parser(formats):
         "outfile", metavar="OUTPUT", nargs="?", help="the .onnx file to write (or give --triton)"
     )
     add_model_arguments(parser)
+    add_precision_argument(
+        parser,
+        PRECISIONS,
+        "float32 (default), or int8: every MatMul with constant weights, in the LSTM loops "
+        "too, as int8 weights per output column and activations quantised per call (ONNX "
+        "Runtime's dynamic quantisation; the character CNN stays float32)",
+    )
     parser.add_argument(
         "--triton",
         metavar="DIR",
@@ -187,6 +205,12 @@ def run_saved_model(args):
 
 def run_tflite(args):
     require_extra("tflite")
+    _check_precision(args.precision, "tflite")
+    # --precision int8 is --quantize dynamic (the flag that came first, kept working).
+    if args.precision == "float32" and args.quantize is not None:
+        raise CommandError(f"--precision float32 and --quantize {args.quantize}: pass one")
+    if args.precision == "int8":
+        args.quantize = "dynamic"
     try:
         check_arguments(args.batch_size, args.max_length, args.quantize)
     except ValueError as e:
@@ -217,6 +241,7 @@ def run_onnx(args):
     require_extra("onnx")
     if args.outfile is None and args.triton is None:
         raise CommandError("give OUTPUT (an .onnx file), --triton DIR, or both")
+    _check_precision(args.precision, "onnx")
     try:
         onnx_triton.check_max_batch_size(args.triton_max_batch_size, "--triton-max-batch-size")
     except ValueError as e:
@@ -232,13 +257,14 @@ def run_onnx(args):
 
     start = time.monotonic()
     model = load_model(args, step="[1/2] ")
+    how = ", int8 weights" if args.precision == "int8" else ""
     print(
-        f"[2/2] converting to ONNX (opset {OPSET}, built-in operators only, char_ids "
+        f"[2/2] converting to ONNX (opset {OPSET}, built-in operators only{how}, char_ids "
         "[batch, time, 50])",
         file=sys.stderr,
         flush=True,
     )
-    model_proto = onnx_model(model)
+    model_proto = onnx_model(model, args.precision)
     written = []
     if args.outfile is not None:
         files.write_bytes(args.outfile, model_proto.SerializeToString())
@@ -273,3 +299,14 @@ def _check_triton_directory(directory, inputs):
     for path in inputs:
         if os.path.exists(config) and os.path.exists(path) and os.path.samefile(config, path):
             raise CommandError(f"--triton {directory}: {config} is an input file")
+
+
+def _check_precision(value, runtime):
+    """``CommandError`` for a ``--precision`` the export's ``runtime`` cannot honour (the
+    library's one line)."""
+    if value is None:
+        return
+    try:
+        check_precision(value, runtime)
+    except PrecisionError as e:
+        raise CommandError(f"--precision {value}: {e}") from None

@@ -12,7 +12,7 @@ import dataclasses
 import sys
 import warnings
 
-from elmo_tf import checks
+from elmo_tf import checks, precision
 from elmo_tf.cli.common import CommandError, check_input_name, check_output_path
 from elmo_tf.presets import nlpl, nlpl_entry, published
 from elmo_tf.presets.bundled import BUNDLED_MODELS, DEFAULT_MODEL
@@ -59,6 +59,22 @@ def add_model_arguments(parser, saved_model=False):
             metavar="DIR",
             help="an exported SavedModel (elmo-tf export saved-model DIR; DIR or DIR/N)",
         )
+
+
+def add_precision_argument(parser, choices, help, default=precision.DEFAULT_PRECISION):
+    """Adds ``--precision`` (one of ``choices``, a subset of ``elmo_tf.precision.PRECISIONS``;
+    default float32) to ``parser``."""
+    parser.add_argument("--precision", choices=choices, default=default, help=help)
+
+
+def check_in_process_precision(value):
+    """The early check of a ``--precision`` for a model this process runs (``embed``,
+    ``senses``): ``int8`` is refused before TensorFlow starts (it runs through an export); the
+    CPU's check of ``bfloat16`` is the model's own, when it loads (``ELMo(precision=...)``)."""
+    try:
+        precision.dtype_policy(value)
+    except precision.PrecisionError as e:
+        raise CommandError(f"--precision {value}: {e}") from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,13 @@ import json
 
 from elmo_tf import checks
 from elmo_tf.cli.common import CommandError, check_input_name
-from elmo_tf.cli.model_flags import add_model_arguments, check_model, load_model
+from elmo_tf.cli.model_flags import (
+    add_model_arguments,
+    add_precision_argument,
+    check_in_process_precision,
+    check_model,
+    load_model,
+)
 
 # Random-weight twins at most: each builds and runs the whole model over the probe set.
 MAX_RANDOM_SEEDS = 100
@@ -42,6 +48,12 @@ def add_parser(subparsers):
         help="random-weight initialisations averaged for the twin (default 3; 0: none; at most "
         f"{MAX_RANDOM_SEEDS})",
     )
+    add_precision_argument(
+        parser,
+        ("float32", "bfloat16"),
+        "the precision MODEL computes in (default float32; bfloat16 needs a CPU with AVX-512 "
+        "BF16 or AMX, or a GPU); its random twins compute in float32",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
@@ -50,6 +62,7 @@ def run(args):
     checks.integer("--random-seeds", args.random_seeds, 0, MAX_RANDOM_SEEDS, error=CommandError)
     if args.examples is not None:
         check_input_name(args.examples, "--examples")
+    check_in_process_precision(args.precision)
     check_model(args)  # before TensorFlow: names, files, the options
     # lazy: the command line starts without TensorFlow
     import keras
@@ -59,7 +72,7 @@ def run(args):
     from elmo_tf.probes import word_senses
 
     examples = word_senses.load_examples(args.examples)
-    model = load_model(args, step="")
+    model = load_model(args, step="", precision=args.precision)
     trained = word_senses.nearest_neighbour_accuracy(model, examples)
     twins = []
     for seed in range(args.random_seeds):
@@ -69,6 +82,7 @@ def run(args):
     words = sorted({e.word for e in examples})
     report = {
         "examples": len(examples),
+        "precision": args.precision,
         "words": words,
         "model": trained,
         "random_twin": {k: float(np.mean([t[k] for t in twins])) for k in trained}

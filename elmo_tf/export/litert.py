@@ -65,6 +65,41 @@ def non_builtin_ops(model):
     return [name for name in operator_names(model) if name not in builtin]
 
 
+# The operators whose weights dynamic-range quantisation can store as int8: their input 1.
+_WEIGHTED = ("FULLY_CONNECTED", "BATCH_MATMUL", "CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+def weight_types(model):
+    """``{subgraph: {(operator, weight type): count}}`` of a flatbuffer (bytes or path): for each
+    subgraph (by name, ``subgraphN`` when unnamed: the main graph, then each ``WHILE``'s
+    condition and body), the type of every weighted operator's weight (input 1: ``"INT8"`` once
+    quantised, ``"FLOAT32"`` otherwise), and ``("DEQUANTIZE", type)`` for weights stored
+    int8 but computed in float. How a test or a user sees which products of an export, those
+    of the LSTM loop's body included, run on int8 weights."""
+    if not isinstance(model, bytes | bytearray):
+        with open(model, "rb") as f:
+            model = f.read()
+    names = _builtin_operators()
+    types = {code: name for name, code in vars(schema.TensorType).items() if name.isupper()}
+    root = schema.Model.GetRootAs(model, 0)
+    report = {}
+    for s in range(root.SubgraphsLength()):
+        graph, counts = root.Subgraphs(s), {}
+        for i in range(graph.OperatorsLength()):
+            operator = graph.Operators(i)
+            code = root.OperatorCodes(operator.OpcodeIndex())
+            name = names[max(code.BuiltinCode(), code.DeprecatedBuiltinCode())]
+            if name in _WEIGHTED and operator.InputsLength() > 1:
+                key = (name, types[graph.Tensors(operator.Inputs(1)).Type()])
+            elif name == "DEQUANTIZE":
+                key = (name, types[graph.Tensors(operator.Inputs(0)).Type()])
+            else:
+                continue
+            counts[key] = counts.get(key, 0) + 1
+        report[(graph.Name() or b"").decode() or f"subgraph{s}"] = counts
+    return report
+
+
 def run_tflite(model, char_ids, num_threads=None):
     """Runs an exported ELMo flatbuffer in the LiteRT interpreter on any number of sentences.
 

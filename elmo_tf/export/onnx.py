@@ -35,6 +35,8 @@ from elmo_tf.options_file import MAX_OPTIONS_BYTES
 # The file's input and the metadata key of its options (onnx_export writes them).
 INPUT_NAME = "char_ids"
 OPTIONS_KEY = "elmo_tf.options"
+# The precision of an int8 file's weights (onnx_quantize); a file without it is float32.
+PRECISION_KEY = "elmo_tf.precision"
 # The outputs every export has (elmo_tf.models.outputs), with ONNX Runtime's type names; the
 # lstm_outputsK and elmo_K ones depend on the model.
 _REQUIRED_OUTPUTS = {
@@ -486,11 +488,15 @@ class OnnxModel:
     Attributes:
         session: the ``onnxruntime.InferenceSession``.
         config: the model's ``ElmoConfig``, from the file's ``elmo_tf.options`` metadata.
+        precision: ``"int8"`` for a file of ``elmo-tf export onnx --precision int8`` (its
+            ``elmo_tf.precision`` metadata), else ``"float32"``.
     """
 
     def __init__(self, path, threads=None, providers=None):
         self.path = os.fspath(path)
         self.session, self.config = _load(self.path, threads, providers)
+        metadata = self.session.get_modelmeta().custom_metadata_map
+        self.precision = "int8" if metadata.get(PRECISION_KEY) == "int8" else "float32"
 
     def __call__(self, char_ids):
         """``run_onnx`` on this session."""

@@ -31,7 +31,13 @@ import json
 import logging
 
 from elmo_tf import __version__, characters, extras, files, native_logs
+from elmo_tf.export import onnx_graph
 from elmo_tf.export.onnx import INPUT_NAME, OPTIONS_KEY
+from elmo_tf.export.onnx_graph import (  # noqa: F401 (this module's names before onnx_graph)
+    ONNX_DOMAINS,
+    non_standard_operators,
+    operators,
+)
 from elmo_tf.models.outputs import output_keys
 
 # Opset 13: every operator the graph needs is there (Unique, CumSum, ScatterND, Loop with
@@ -40,25 +46,28 @@ OPSET = 13
 BATCH_AXIS = "batch"
 TIME_AXIS = "time"
 VERSION_KEY = "elmo_tf.version"
-ONNX_DOMAINS = ("", "ai.onnx")  # the default domain's two spellings
 EXPORT_LOOP = "elmo_tf.export.onnx_lstm"
 
 
-def export_onnx(model, path):
+def export_onnx(model, path, precision="float32"):
     """Writes ``model`` (an ``ELMo``) as an ONNX file at ``path``; returns its size in bytes.
 
-    The file is written to a temporary name beside ``path`` and renamed into place.
+    ``precision``: ``"float32"``, or ``"int8"`` for int8 weights (``onnx_quantize``). The file
+    is written to a temporary name beside ``path`` and renamed into place.
     """
-    model_proto = onnx_model(model)
+    model_proto = onnx_model(model, precision)
     data = model_proto.SerializeToString()
     files.write_bytes(path, data)
     return len(data)
 
 
-def onnx_model(model):
-    """``model`` (an ``ELMo``) as an ``onnx.ModelProto`` (this module's contract), checked."""
+def onnx_model(model, precision="float32"):
+    """``model`` (an ``ELMo``) as an ``onnx.ModelProto`` (this module's contract), checked;
+    ``precision`` ``"int8"`` quantises its weights (``onnx_quantize``)."""
     from elmo_tf import backend  # lazy: it starts Keras; the command line reads OPSET first
+    from elmo_tf import precision as precisions  # lazy: beside backend, read at export
 
+    precisions.check(precision, "onnx")
     backend.require_tensorflow("ONNX export")
     extras.require("onnx", "elmo_tf.export.onnx_export")
     import keras  # lazy: the command line reads OPSET before Keras starts
@@ -104,23 +113,25 @@ def onnx_model(model):
         converter_log.setLevel(level)
 
     _weights_as_initializers(model_proto, variables)
+    onnx_graph.loop_invariants_from_outer_scope(model_proto.graph)
     _name_axes(model_proto, model, keys)
     # tf2onnx imports ai.onnx.ml whether a node uses it or not: a runtime without it would
     # refuse the file for nothing.
-    used = {domain for domain, _ in operators(model_proto)} | set(ONNX_DOMAINS)
-    kept = [o for o in model_proto.opset_import if o.domain in used]
-    del model_proto.opset_import[:]
-    model_proto.opset_import.extend(kept)
+    onnx_graph.keep_used_domains(model_proto)
     model_proto.producer_name = "elmo-tf"
     model_proto.producer_version = __version__
     onnx.helper.set_model_props(
         model_proto,
         {OPTIONS_KEY: json.dumps(model.config.to_options()), VERSION_KEY: __version__},
     )
-    unknown = non_standard_operators(model_proto)
+    unknown = onnx_graph.non_standard_operators(model_proto)
     if unknown:
         raise RuntimeError(f"the converted model needs operators outside ONNX {unknown}")
     onnx.checker.check_model(model_proto, full_check=True)
+    if precision == "int8":
+        from elmo_tf.export.onnx_quantize import quantize_int8  # lazy: the quantiser, int8 only
+
+        return quantize_int8(model_proto)
     return model_proto
 
 
@@ -175,36 +186,6 @@ def _set_shape(value_info, dims):
             shape.dim.add().dim_param = dim
         else:
             shape.dim.add().dim_value = dim
-
-
-def operators(model_proto):
-    """``{(domain, op_type)}`` of every node of the model, in its subgraphs (``Loop`` bodies)
-    too; the default domain is ``""``."""
-    found = set()
-    graphs = [model_proto.graph]
-    while graphs:
-        graph = graphs.pop()
-        for node in graph.node:
-            found.add((node.domain, node.op_type))
-            for attribute in node.attribute:
-                if attribute.g.node:
-                    graphs.append(attribute.g)
-                graphs.extend(attribute.graphs)
-    return found
-
-
-def non_standard_operators(model_proto):
-    """The ``(domain, op_type)`` of the model's nodes that are not built-in ONNX operators of its
-    opset: another domain (``com.microsoft``, a custom one), or a name ONNX does not define
-    (a TensorFlow op the converter left as it was). Empty for an ELMo export."""
-    import onnx  # lazy: the [onnx] extra
-
-    opset = next(o.version for o in model_proto.opset_import if o.domain in ONNX_DOMAINS)
-    unknown = []
-    for domain, op_type in sorted(operators(model_proto)):
-        if domain not in ONNX_DOMAINS or not onnx.defs.has(op_type, max_inclusive_version=opset):
-            unknown.append((domain, op_type))
-    return unknown
 
 
 def _unique_rows(ctx, node, name, args):

@@ -58,11 +58,12 @@ def run_directions(cells, inputs, mask, states, resets=None):
     # projected[k][offsets[t] : offsets[t] + active[t]].
     offsets = tf.cumsum(active, exclusive=True)
     positions = tf.where(tf.range(batch)[None, :] < active[:, None])  # (N, 2): (t, row)
+    # Every weight the loop reads, sliced (and, under a mixed policy, cast) once, not per step.
+    weights = [cell.loop_weights() for cell in cells]
     projected = [
-        cell.project_inputs(tf.gather_nd(tf.transpose(x, [1, 0, 2]), positions))  # (N, 4D)
-        for cell, x in zip(cells, inputs)
-    ]
-    recurrent_kernels = [cell.recurrent_kernel for cell in cells]  # sliced once, not per step
+        cell.project_inputs(tf.gather_nd(tf.transpose(x, [1, 0, 2]), positions), weights=w)
+        for cell, x, w in zip(cells, inputs, weights)
+    ]  # (N, 4D) each
     arrays = [
         tf.TensorArray(inputs[0].dtype, size=num_steps, element_shape=[None, cell.projection_units])
         for cell in cells
@@ -74,7 +75,7 @@ def run_directions(cells, inputs, mask, states, resets=None):
         for k, cell in enumerate(cells):
             c_prev, h_prev = states[k]
             output, (c, h) = cell.step(
-                projected[k][first : first + n], (c_prev[:n], h_prev[:n]), recurrent_kernels[k]
+                projected[k][first : first + n], (c_prev[:n], h_prev[:n]), weights[k]
             )
             # Rows past their length keep their state and output zero.
             new_states.append((tf.concat([c, c_prev[n:]], 0), tf.concat([h, h_prev[n:]], 0)))

@@ -53,16 +53,18 @@ def run_directions(cells, inputs, mask, states, resets=None):
         # x W_x + b on the real positions, in time-major order: (N, 4D), one matmul (or
         # four (N, D), one per gate).
         real = x[order][:, :num_steps].transpose(0, 1)[time_major]
-        dtype = cell.bias.value.dtype
+        # Every weight the loop reads, sliced (and, under a mixed policy, cast) once, not
+        # per step.
+        weights = cell.loop_weights(per_gate)
         if per_gate:
+            dtype = weights.bias[0].dtype
             projected = [
                 torch.addmm(b, real.to(dtype), k)
-                for k, b in zip(cell.gate_input_kernels(), cell.gate_biases())
+                for k, b in zip(weights.input_kernel, weights.bias)
             ]
-            recurrent = cell.gate_recurrent_kernels()
         else:
-            projected = torch.addmm(cell.bias.value, real.to(dtype), cell.input_kernel)
-            recurrent = cell.recurrent_kernel
+            dtype = weights.bias.dtype
+            projected = torch.addmm(weights.bias, real.to(dtype), weights.input_kernel)
         c, h = c[order].to(dtype), h[order].to(dtype)
         outputs, finished = [], []
         for t in range(num_steps):
@@ -72,7 +74,7 @@ def run_directions(cells, inputs, mask, states, resets=None):
                 c, h = c[:running], h[:running]
             rows = slice(starts[t], starts[t + 1])
             step_inputs = [p[rows] for p in projected] if per_gate else projected[rows]
-            h, (c, h) = cell.step(step_inputs, (c, h), recurrent)
+            h, (c, h) = cell.step(step_inputs, (c, h), weights)
             outputs.append(h)
         finished.append((c, h))
         finished.reverse()  # the longest rows first: the sorted order

@@ -1,8 +1,20 @@
 """LSTMCellWithProjection: bilm-tf's LSTM cell, as a Keras RNN cell."""
 
+import typing
+
 import keras
 
 from elmo_tf.layers.finite_weights import FiniteWeights
+
+
+class LoopWeights(typing.NamedTuple):
+    """A cell's weights as a loop over time reads them (``LSTMCellWithProjection.loop_weights``):
+    each a tensor, or four (one per gate) in the per-gate layout."""
+
+    input_kernel: typing.Any
+    bias: typing.Any
+    recurrent_kernel: typing.Any
+    projection_kernel: typing.Any
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")
@@ -88,15 +100,40 @@ class LSTMCellWithProjection(FiniteWeights, keras.layers.Layer):
     def recurrent_kernel(self):
         return self.kernel[self.input_dim :]
 
-    def project_inputs(self, inputs, per_gate=False):
+    def loop_weights(self, per_gate=False):
+        """The weights a loop over time reads, each read once: ``LoopWeights`` of the input
+        kernel and bias (four ``(input_dim, D)`` and ``(D,)`` blocks with ``per_gate``, else
+        ``(input_dim, 4D)`` and ``(4D,)``), the recurrent kernel (four ``(P, D)`` or one
+        ``(P, 4D)``) and the projection ``(D, P)``.
+
+        A loop reads them here, before its first step, and passes them to
+        :meth:`project_inputs` and :meth:`step`: read inside the loop, each step would slice
+        the stored kernel again and, under a mixed policy, cast every weight it reads to the
+        compute dtype (the projection alone is 8 MB a step in the published shape).
+        """
+        if per_gate:
+            return LoopWeights(
+                self.gate_input_kernels(),
+                self.gate_biases(),
+                self.gate_recurrent_kernels(),
+                self.projection_kernel.value,
+            )
+        return LoopWeights(
+            self.input_kernel, self.bias.value, self.recurrent_kernel, self.projection_kernel.value
+        )
+
+    def project_inputs(self, inputs, per_gate=False, weights=None):
         """``x W_x + b`` for any leading shape: the part of ``z`` that needs no recurrence;
-        with ``per_gate``, as four ``(..., D)`` parts, one per gate (``lstm_layout``)."""
+        with ``per_gate``, as four ``(..., D)`` parts, one per gate (``lstm_layout``).
+        ``weights``: this cell's ``loop_weights(per_gate)``, read once by the caller."""
+        if weights is None:
+            weights = self.loop_weights(per_gate)
         if per_gate:
             return [
                 keras.ops.matmul(inputs, kernel) + bias
-                for kernel, bias in zip(self.gate_input_kernels(), self.gate_biases())
+                for kernel, bias in zip(weights.input_kernel, weights.bias)
             ]
-        return keras.ops.matmul(inputs, self.input_kernel) + self.bias
+        return keras.ops.matmul(inputs, weights.input_kernel) + weights.bias
 
     def gate_input_kernels(self):
         """The input kernel's four gate blocks ``(input_dim, D)``: i, j, f, o."""
@@ -112,33 +149,34 @@ class LSTMCellWithProjection(FiniteWeights, keras.layers.Layer):
         d = self.units
         return [self.bias[g * d : (g + 1) * d] for g in range(4)]
 
-    def step(self, projected_inputs, states, recurrent_kernel=None):
+    def step(self, projected_inputs, states, weights=None):
         """One time step from already projected inputs.
 
-        ``projected_inputs`` is ``(B, 4D)`` with ``recurrent_kernel`` ``(P, 4D)`` (the fused
-        layout), or four ``(B, D)`` with four ``(P, D)`` (per gate, ``project_inputs(...,
-        per_gate=True)`` and ``gate_recurrent_kernels``); ``recurrent_kernel`` lets a loop
-        slice the kernel once instead of once per step. Both compute every gate's
-        ``x W_x + b + h W_h`` with the same additions in the same order; they differ only in
-        how the matmul's columns are blocked, so in float32 round-off.
+        ``projected_inputs`` is ``(B, 4D)`` (the fused layout) or four ``(B, D)`` (per gate,
+        ``project_inputs(..., per_gate=True)``); ``weights`` is this cell's
+        ``loop_weights()`` in the same layout, read once before the loop (``None``: read
+        here). Both layouts compute every gate's ``x W_x + b + h W_h`` with the same
+        additions in the same order; they differ only in how the matmul's columns are
+        blocked, so in float32 round-off.
         """
         c_prev, h_prev = states
-        if isinstance(projected_inputs, list | tuple):
-            kernels = recurrent_kernel or self.gate_recurrent_kernels()
+        per_gate = isinstance(projected_inputs, list | tuple)
+        if weights is None:
+            weights = self.loop_weights(per_gate)
+        if per_gate:
             i, j, f, o = (
-                x + keras.ops.matmul(h_prev, kernel) for x, kernel in zip(projected_inputs, kernels)
+                x + keras.ops.matmul(h_prev, kernel)
+                for x, kernel in zip(projected_inputs, weights.recurrent_kernel)
             )
         else:
-            if recurrent_kernel is None:
-                recurrent_kernel = self.recurrent_kernel
-            z = projected_inputs + keras.ops.matmul(h_prev, recurrent_kernel)
+            z = projected_inputs + keras.ops.matmul(h_prev, weights.recurrent_kernel)
             i, j, f, o = keras.ops.split(z, 4, axis=-1)
         c = keras.ops.sigmoid(f + self.forget_bias) * c_prev + keras.ops.sigmoid(
             i
         ) * keras.ops.tanh(j)
         if self.cell_clip is not None:
             c = keras.ops.clip(c, -self.cell_clip, self.cell_clip)
-        h = keras.ops.matmul(keras.ops.sigmoid(o) * keras.ops.tanh(c), self.projection_kernel)
+        h = keras.ops.matmul(keras.ops.sigmoid(o) * keras.ops.tanh(c), weights.projection_kernel)
         if self.proj_clip is not None:
             h = keras.ops.clip(h, -self.proj_clip, self.proj_clip)
         return h, [c, h]

@@ -47,12 +47,16 @@ def run_directions(cells, inputs, mask, states, resets=None):
     """
     dtype = inputs[0].dtype
     # The input half of every gate for every position at once: one large matmul per cell.
-    projected = [ops.transpose(cell.project_inputs(x), (1, 0, 2)) for cell, x in zip(cells, inputs)]
+    # Every weight the loop reads, sliced (and, under a mixed policy, cast) once, not per step.
+    weights = [cell.loop_weights() for cell in cells]
+    projected = [
+        ops.transpose(cell.project_inputs(x, weights=w), (1, 0, 2))
+        for cell, x, w in zip(cells, inputs, weights)
+    ]
     keep = ops.cast(ops.transpose(mask), dtype)[:, :, None]  # (T, B, 1)
     sequences = [projected, keep]
     if resets is not None:
         sequences.append(1 - ops.cast(ops.transpose(resets), dtype)[:, :, None])
-    recurrent_kernels = [cell.recurrent_kernel for cell in cells]  # sliced once, not per step
 
     def step(carry, inputs_t):
         projected_t, keep_t = inputs_t[0], inputs_t[1]
@@ -61,7 +65,7 @@ def run_directions(cells, inputs, mask, states, resets=None):
             c_prev, h_prev = carry[k]
             if resets is not None:
                 c_prev, h_prev = c_prev * inputs_t[2], h_prev * inputs_t[2]
-            output, (c, h) = cell.step(projected_t[k], (c_prev, h_prev), recurrent_kernels[k])
+            output, (c, h) = cell.step(projected_t[k], (c_prev, h_prev), weights[k])
             # A finished row keeps its state and outputs zero (a select, not arithmetic).
             running = keep_t > 0
             c_kept, h_kept = carry[k]

@@ -74,9 +74,9 @@ def run_directions(cells, inputs, mask, states, resets=None):
     # The gate matmuls' layout (lstm_layout): per gate, the input half is kept as four (n, D)
     # parts and the step splits nothing.
     per_gate = lstm_layout.current_layout() == "per_gate"
-    recurrent_kernels = [  # sliced once, not per step
-        cell.gate_recurrent_kernels() if per_gate else cell.recurrent_kernel for cell in cells
-    ]
+    # Every weight the loops read, sliced (and, under a mixed policy, cast) once per call,
+    # not once per block or step.
+    weights = [cell.loop_weights(per_gate) for cell in cells]
     arrays = [
         tf.TensorArray(
             inputs[0].dtype,
@@ -101,7 +101,7 @@ def run_directions(cells, inputs, mask, states, resets=None):
                 keep = tf.cast(keeps[t][:n], c_run.dtype)
                 c_run, h_run = c_run * keep, h_run * keep
             inputs_t = [x[rows] for x in projected[k]] if per_gate else projected[k][rows]
-            output, (c, h) = cell.step(inputs_t, (c_run, h_run), recurrent_kernels[k])
+            output, (c, h) = cell.step(inputs_t, (c_run, h_run), weights[k])
             finished = tf.zeros_like(h_prev[n:])  # rows past their length output zero
             c = tf.concat([c, c_prev[n:]], axis=0)
             h = tf.concat([h, h_prev[n:]], axis=0)
@@ -123,7 +123,8 @@ def run_directions(cells, inputs, mask, states, resets=None):
         last = tf.minimum(first + block_steps, num_steps)
         start = bounds[first]
         projected = [
-            cell.project_inputs(x[start : bounds[last]], per_gate) for cell, x in zip(cells, packed)
+            cell.project_inputs(x[start : bounds[last]], per_gate, w)
+            for cell, x, w in zip(cells, packed, weights)
         ]
 
         def body(t, states, arrays):

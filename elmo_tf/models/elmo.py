@@ -11,6 +11,7 @@ import numpy as np
 from keras import ops
 
 from elmo_tf import backend, checks, presets, token_mappers, zip_archives
+from elmo_tf import precision as elmo_precision
 from elmo_tf.codepoints import DATASETS as VOCABULARY_DATASETS
 from elmo_tf.codepoints import CodepointVocabulary
 from elmo_tf.config import ElmoConfig
@@ -62,9 +63,14 @@ class ELMo(keras.Model):
         l2_coefficient: λ of the paper's penalty on the mix weights (0: none).
         dropout: dropout rate on the mixed representations during training.
         dedupe_tokens: encode each distinct token of a batch once (same numbers, less work).
+        precision: ``"float32"`` (default) or ``"bfloat16"``: bfloat16 weights, matmuls and
+            convolutions (Keras's ``bfloat16`` policy: for inference the numbers of
+            ``mixed_bfloat16``, without its per-call weight casts), refused in one line
+            (``elmo_tf.precision.PrecisionError``) on a CPU without native bfloat16; ``int8``
+            runs through an export (``elmo_tf.precision``). Not with ``dtype``.
         **kwargs: ``keras.Model`` arguments. ``dtype="mixed_float16"`` or ``"mixed_bfloat16"``
-            keeps the variables in float32 and computes in half precision; :meth:`embed`
-            still returns float32 arrays.
+            keeps the variables in float32 and computes in half precision, unchecked;
+            :meth:`embed` still returns float32 arrays.
 
     Call arguments:
         inputs: int tensor ``(B, T, 50)`` of character ids (``elmo_tf.batch_to_ids``), zero
@@ -98,8 +104,15 @@ class ELMo(keras.Model):
         l2_coefficient=0.0,
         dropout=0.0,
         dedupe_tokens=True,
+        precision=None,
         **kwargs,
     ):
+        if precision is not None:
+            if kwargs.get("dtype") is not None:
+                raise ValueError("pass precision or dtype, not both")
+            runtime = backend.name()
+            elmo_precision.check(precision, runtime, elmo_precision.default_device(runtime))
+            kwargs["dtype"] = elmo_precision.dtype_policy(precision)
         # A fixed default name: Keras would number a second model ("el_mo_1"), and the name
         # prefixes every variable path, so PyTorch state_dict keys would depend on how many
         # models the process has built.

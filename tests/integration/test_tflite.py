@@ -7,6 +7,7 @@ from support.numerics import assert_reordered
 
 import elmo_tf
 from elmo_tf.cli.main import main
+from elmo_tf.export.litert import weight_types
 from elmo_tf.export.tflite import export_tflite, non_builtin_ops, operator_names, run_tflite
 from elmo_tf.models import output_keys
 
@@ -31,7 +32,7 @@ def float_model(tmp_path_factory, tiny_files):
 
 @pytest.fixture(scope="module")
 def quantized_model(tmp_path_factory, tiny_files):
-    return _export(tmp_path_factory, tiny_files, "--quantize", "dynamic")
+    return _export(tmp_path_factory, tiny_files, "--precision", "int8")
 
 
 def _golden_batches(golden):
@@ -115,3 +116,29 @@ def test_running_prints_no_native_line(float_model, capfd):
     run_tflite(str(float_model), elmo_tf.batch_to_ids([["Hello"]]))
     run_tflite(Interpreter(model_path=str(float_model)), elmo_tf.batch_to_ids([["Hi"]]))
     assert capfd.readouterr().err == ""
+
+
+def test_int8_weights_inside_the_loop_bodies(
+    float_model, quantized_model, tmp_path_factory, tiny_files
+):
+    """--precision int8 stores the LSTM step's recurrent kernel as int8 inside the WHILE bodies
+    (the converter sinks the frozen kernels into them as constants), the input halves in the
+    block loop's bodies too; it quantises weights of 1,024 elements or more, so the tiny
+    model's projection (32 x 16) stays float32 (the published shapes' are 65,536 and up)."""
+    exact, approx = weight_types(float_model), weight_types(quantized_model)
+    assert sorted(exact) == sorted(approx)
+    # The step loops (nested in the block loops: ".../while_1/while_body") and the block loops.
+    bodies = [name for name in approx if name.endswith("_body")]
+    steps = [name for name in bodies if name.split("/")[-2].startswith("while")]
+    blocks = [name for name in bodies if name not in steps]
+    assert len(steps) == 2 and len(blocks) == 2  # one of each per LSTM layer
+    for name in steps:
+        assert exact[name] == {("FULLY_CONNECTED", "FLOAT32"): 4}, name
+        # per direction: the recurrent (16, 128) in int8, the projection (32, 16) in float
+        assert approx[name] == {("FULLY_CONNECTED", "INT8"): 2, ("FULLY_CONNECTED", "FLOAT32"): 2}
+    for name in blocks:
+        assert approx[name] == {("FULLY_CONNECTED", "INT8"): 2}, name  # the input halves
+
+    # --quantize dynamic, the flag that came first, writes the same file.
+    legacy = _export(tmp_path_factory, tiny_files, "--quantize", "dynamic")
+    assert legacy.read_bytes() == quantized_model.read_bytes()
