@@ -34,7 +34,7 @@ import dataclasses
 import numpy as np
 
 from elmo_tf import characters, checks
-from elmo_tf.errors import WeightFileError
+from elmo_tf.errors import ExportError, WeightFileError
 
 UTF8_BYTES = "utf8-bytes"
 CODEPOINTS = "codepoints"
@@ -50,6 +50,19 @@ NO_CODEPOINT = -1  # an id no character maps to: id 0, the specials
 # file's dataset before it is read; EFML's words are a few bytes each, 150,000 at most).
 MAX_BYTES_PER_WORD = 256
 MAX_VOCABULARY_BYTES = 1 << 30
+
+
+def check_export(config, surface):
+    """``ExportError`` (one line) for an export whose graph takes bilm-tf's character ids
+    only (``surface``: ``"a TFLite file"``, ``"an ONNX file"``) of a code-point model: its
+    ids need the model's own tables, which only the SavedModel carries into its graph."""
+    if config.uses_codepoints:
+        raise ExportError(
+            f"{surface} takes bilm-tf's character ids only, and this model maps tokens with its "
+            "own code-point table (ELMoForManyLangs'): export a SavedModel instead (elmo-tf "
+            "export saved-model), which maps them in its graph, or embed on the host (elmo-tf "
+            "embed)"
+        )
 
 
 def max_word_bytes(config):

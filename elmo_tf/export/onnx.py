@@ -267,10 +267,10 @@ def _shape_text(shape):
     return shown("[" + ", ".join("?" if d is None else str(d) for d in shape) + "]", quote=False)
 
 
-def options_metadata(path):
-    """The values (bytes) of every ``elmo_tf.options`` entry of the ONNX file ``path``'s
-    ``metadata_props``, in file order; ``ModelFileError`` naming ``path`` if its top level is
-    not a protobuf message this reader can walk.
+def options_metadata(path, key=OPTIONS_KEY):
+    """The values (bytes) of every ``key`` entry (default ``elmo_tf.options``) of the ONNX file
+    ``path``'s ``metadata_props``, in file order; ``ModelFileError`` naming ``path`` if its top
+    level is not a protobuf message this reader can walk.
 
     The smallest guard of our own (STYLE rule 13, where a public API cannot hold a rule):
     ONNX Runtime's metadata map keeps one value per key, so a second entry would go unseen,
@@ -281,7 +281,7 @@ def options_metadata(path):
     (field 14: ``key`` 1, ``value`` 2; the last of a repeated field wins, as protobuf reads).
     """
     with open(path, "rb") as f:
-        return options_metadata_of(f, os.fstat(f.fileno()).st_size, path)
+        return options_metadata_of(f, os.fstat(f.fileno()).st_size, path, key)
 
 
 # ModelProto.metadata_props and its StringStringEntryProto's fields (onnx.proto).
@@ -299,11 +299,11 @@ class _Malformed(Exception):
     """The bytes are not a protobuf message of the shape the walker reads."""
 
 
-def options_metadata_of(f, size, source):
+def options_metadata_of(f, size, source, key=OPTIONS_KEY):
     """``options_metadata`` of the serialized ``ModelProto`` of ``size`` bytes in the binary
     file ``f`` (from its start), its errors naming ``source``."""
     values = []
-    wanted = OPTIONS_KEY.encode("utf-8")
+    wanted = key.encode("utf-8")
     try:
         fields = 0
         while f.tell() < size:
@@ -495,8 +495,9 @@ class OnnxModel:
     def __init__(self, path, threads=None, providers=None):
         self.path = os.fspath(path)
         self.session, self.config = _load(self.path, threads, providers)
-        metadata = self.session.get_modelmeta().custom_metadata_map
-        self.precision = "int8" if metadata.get(PRECISION_KEY) == "int8" else "float32"
+        # read as bytes, as the options are: ONNX Runtime's map decodes every entry
+        int8 = options_metadata(self.path, PRECISION_KEY)[-1:] == [b"int8"]
+        self.precision = "int8" if int8 else "float32"
 
     def __call__(self, char_ids):
         """``run_onnx`` on this session."""

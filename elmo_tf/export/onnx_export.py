@@ -30,7 +30,7 @@ ONNX ``Unique`` (``_unique_rows``). Everything else, the maths included, is the 
 import json
 import logging
 
-from elmo_tf import __version__, characters, extras, files, native_logs
+from elmo_tf import __version__, characters, codepoints, extras, files, native_logs
 from elmo_tf.export import onnx_graph
 from elmo_tf.export.onnx import INPUT_NAME, OPTIONS_KEY
 from elmo_tf.export.onnx_graph import (  # noqa: F401 (this module's names before onnx_graph)
@@ -68,6 +68,7 @@ def onnx_model(model, precision="float32"):
     from elmo_tf import precision as precisions  # lazy: beside backend, read at export
 
     precisions.check(precision, "onnx")
+    codepoints.check_export(model.config, "an ONNX file")
     backend.require_tensorflow("ONNX export")
     extras.require("onnx", "elmo_tf.export.onnx_export")
     import keras  # lazy: the command line reads OPSET before Keras starts

@@ -57,7 +57,7 @@ def export_saved_model(
         with files.atomic_path(target) as staging:
             tf.saved_model.save(module, staging, signatures=signatures, options=options)
             if warmup_requests:
-                write_warmup_requests(staging)
+                write_warmup_requests(staging, token_mapper=model.token_mapper)
     return target
 
 

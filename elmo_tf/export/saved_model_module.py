@@ -11,7 +11,8 @@ signature      inputs                                       notes
                ``sequence_len`` int32 ``[batch]``           with ""; a token at a position below
                                                             ``sequence_len`` is real, even ""
 ``char_ids``   ``char_ids`` int32 ``[batch, max_len, 50]``  ids from ``elmo_tf.batch_to_ids``;
-                                                            zero rows are padding
+                                                            zero rows are padding (a code-point
+                                                            model's: 51 wide, ``ELMo.batch_to_ids``)
 =============  ===========================================  =====================================
 
 Every signature returns the outputs of ``elmo_tf.models.outputs`` (its table is the one
@@ -31,6 +32,9 @@ above. It is traced for each combination of ``training`` and ``as_dict``. Furthe
 ``elmo_config()`` returns the JSON that ``elmo_tf.ElmoLayer`` needs to rebuild the model
 natively, and ``elmo_variables`` lists the variables in ``ELMo.weights`` order.
 
+A model converted from ELMoForManyLangs (``config.uses_codepoints``) maps tokens with its own
+tables in the graph (``elmo_tf.export.codepoint_ids``) instead of bilm-tf's UTF-8 bytes.
+
 The graph uses core TensorFlow ops only: stock TF Serving runs it, and loading it never needs
 ``tensorflow_text``.
 """
@@ -47,6 +51,7 @@ import tensorflow as tf
 
 from elmo_tf import characters
 from elmo_tf.errors import ExportError
+from elmo_tf.export.codepoint_ids import CodepointIds
 from elmo_tf.models.elmo import fine_tuned_weights
 from elmo_tf.models.outputs import output_keys
 from elmo_tf.models.settings import check_fine_tune
@@ -61,7 +66,7 @@ def split_sentences(sentences):
     return tokens.to_tensor(""), tf.cast(tokens.row_lengths(), tf.int32)
 
 
-def checked_tokens_to_model_ids(tokens, sequence_len):
+def checked_tokens_to_model_ids(tokens, sequence_len, token_ids=None):
     """``tokens_to_model_ids`` of the ``tokens`` signature's inputs (TF Hub's: string ``[batch,
     max_len]`` and int32 ``[batch]``), after checking that ``sequence_len`` has one entry per
     row, none negative, none past its row (an InvalidArgumentError naming the input)."""
@@ -78,13 +83,15 @@ def checked_tokens_to_model_ids(tokens, sequence_len):
         ),
     ]
     with tf.control_dependencies(checks):
-        return tokens_to_model_ids(tokens, sequence_len)
+        return tokens_to_model_ids(tokens, sequence_len, token_ids)
 
 
-def tokens_to_model_ids(tokens, sequence_len):
-    """Character ids ``[batch, T, 50]`` for padded string tokens and their row lengths."""
+def tokens_to_model_ids(tokens, sequence_len, token_ids=None):
+    """Id rows ``[batch, T, width]`` for padded string tokens and their row lengths: bilm-tf's
+    character ids (``characters.tokens_to_char_ids``), or ``token_ids(tokens)``'s (a
+    code-point model's ``CodepointIds``); zero at padded positions."""
     mask = tf.sequence_mask(sequence_len, maxlen=tf.shape(tokens)[1])
-    ids = characters.tokens_to_char_ids(tokens)
+    ids = (token_ids or characters.tokens_to_char_ids)(tokens)
     return ids * tf.cast(mask, tf.int32)[:, :, None]
 
 
@@ -123,6 +130,12 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
         self._rng_state = [v.value for v in model.variables if id(v) not in weight_ids]
         self.trainable_variables = [w.value for w in fine_tuned_weights(model, trainable)]
         self._model = _Untracked(model)
+        self._config = model.config
+        # A code-point model's tables (ELMoForManyLangs'), tracked: saved, and initialised
+        # when the SavedModel loads.
+        self.token_ids = None
+        if model.config.uses_codepoints:
+            self.token_ids = CodepointIds(model.token_mapper)
         self._output_keys = output_keys(model.config.n_lstm_layers)
         self._trainable = trainable
         self._config_json = json.dumps(
@@ -158,9 +171,7 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
         self.char_ids = tf.function(
             self._char_ids,
             input_signature=[
-                tf.TensorSpec(
-                    [None, None, characters.MAX_CHARS_PER_TOKEN], tf.int32, name="char_ids"
-                )
+                tf.TensorSpec([None, None, model.config.id_width], tf.int32, name="char_ids")
             ],
         )
         self.__call__ = tf.function(self._call)
@@ -175,25 +186,34 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
 
     def _default(self, sentences):
         tokens, lengths = split_sentences(sentences)
-        return self._run(tokens_to_model_ids(tokens, lengths))
+        return self._run(tokens_to_model_ids(tokens, lengths, self.token_ids))
 
     def _tokens(self, tokens, sequence_len):
-        return self._run(checked_tokens_to_model_ids(tokens, sequence_len))
+        return self._run(checked_tokens_to_model_ids(tokens, sequence_len, self.token_ids))
 
     def _char_ids(self, char_ids):
+        config = self._config
+        chars = char_ids[:, :, : config.max_characters_per_token]
+        message = f"char_ids must be in [0, {config.char_table_rows - 1}]"
         checks = [
-            tf.debugging.assert_non_negative(char_ids, message="char_ids must be in [0, 261]"),
-            tf.debugging.assert_less(
-                char_ids, characters.NUM_CHAR_IDS, message="char_ids must be in [0, 261]"
-            ),
+            tf.debugging.assert_non_negative(char_ids, message=message),
+            tf.debugging.assert_less(chars, config.char_table_rows, message=message),
         ]
+        if config.word_embedding_dim:  # the last column: word ids
+            checks.append(
+                tf.debugging.assert_less(
+                    char_ids[:, :, -1],
+                    config.n_words,
+                    message=f"char_ids' last column must be word ids in [0, {config.n_words - 1}]",
+                )
+            )
         with tf.control_dependencies(checks):
             char_ids = tf.identity(char_ids)
         return self._run(char_ids)
 
     def _call(self, sentences, training=False, as_dict=False):
         tokens, lengths = split_sentences(sentences)
-        outputs = self._run(tokens_to_model_ids(tokens, lengths), training=training)
+        outputs = self._run(tokens_to_model_ids(tokens, lengths, self.token_ids), training=training)
         return outputs if as_dict else outputs["default"]
 
     def signatures(self):

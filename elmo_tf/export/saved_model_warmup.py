@@ -34,17 +34,19 @@ _CRC32C_POLYNOMIAL = 0x82F63B78
 _MASK_DELTA = 0xA282EAD8
 
 
-def warmup_inputs():
-    """``{signature: {input alias: numpy array}}``: the request of each record."""
+def warmup_inputs(token_mapper=None):
+    """``{signature: {input alias: numpy array}}``: the request of each record (``char_ids``
+    from ``token_mapper``, the model's: ``ELMo.token_mapper``; default bilm-tf's)."""
+    to_ids = characters.batch_to_ids if token_mapper is None else token_mapper.batch_to_ids
     tokens = np.array([list(WARMUP_SENTENCE)], dtype=object)
     return {
         "default": {"sentences": np.array([" ".join(WARMUP_SENTENCE)], dtype=object)},
         "tokens": {"tokens": tokens, "sequence_len": np.array([len(WARMUP_SENTENCE)], np.int32)},
-        "char_ids": {"char_ids": characters.batch_to_ids([list(WARMUP_SENTENCE)])},
+        "char_ids": {"char_ids": to_ids([list(WARMUP_SENTENCE)])},
     }
 
 
-def write_warmup_requests(saved_model_dir, model_name="elmo"):
+def write_warmup_requests(saved_model_dir, model_name="elmo", token_mapper=None):
     """Writes the warm-up records into the SavedModel directory ``saved_model_dir``; returns
     the file's path. ``model_name`` goes into each request's ``model_spec`` (TF Serving runs a
     record on the version it is loading, whatever name it holds)."""
@@ -54,7 +56,7 @@ def write_warmup_requests(saved_model_dir, model_name="elmo"):
     path = os.path.join(saved_model_dir, WARMUP_FILE)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path) as writer:
-        for signature, inputs in warmup_inputs().items():
+        for signature, inputs in warmup_inputs(token_mapper).items():
             request = predict_pb2.PredictRequest(
                 model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature)
             )

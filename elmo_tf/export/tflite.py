@@ -41,7 +41,7 @@ backend.require_tensorflow("TFLite export")  # one line, before TensorFlow
 
 import tensorflow as tf
 
-from elmo_tf import characters, extras, files, native_logs
+from elmo_tf import characters, codepoints, extras, files, native_logs
 from elmo_tf.export.saved_model import save_context
 from elmo_tf.export.tflite_arguments import check_arguments
 from elmo_tf.layers import lstm_layout
@@ -63,6 +63,7 @@ def export_tflite(model, outfile, batch_size=1, max_length=None, quantize=None):
     """
     extras.require("tflite", "elmo_tf.export.tflite")  # checks the result: before the slow part
     check_arguments(batch_size, max_length, quantize)
+    codepoints.check_export(model.config, "a TFLite file")
     if model.dedupe_tokens:
         model = _without_dedupe(model)
 

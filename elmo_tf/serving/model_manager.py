@@ -24,6 +24,7 @@ meanwhile, unless it was removed.
 
 import contextlib
 import gc
+import json
 import logging
 import os
 import re
@@ -36,7 +37,9 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus
 
+from elmo_tf.characters import NUM_CHAR_IDS
 from elmo_tf.checks import shown
+from elmo_tf.config import ElmoConfig
 from elmo_tf.export.saved_model_warmup import WARMUP_FILE, read_warmup_requests
 from elmo_tf.export.versions import MAX_VERSION, versions_in
 from elmo_tf.serving.errors import (
@@ -56,6 +59,17 @@ State = ModelVersionStatus.State
 RETRY_MAX_SECONDS = 300.0
 
 
+def _id_bounds(loaded):
+    """``(character ids, word ids or None)`` an export's ``char_ids`` take: bilm-tf's 262 for
+    every model but a code-point one (ELMoForManyLangs'), whose ``elmo_config()`` says."""
+    try:
+        options = json.loads(loaded.elmo_config().numpy().decode("utf-8"))["options"]
+        config = ElmoConfig.from_options(options, source="the SavedModel's elmo_config()")
+    except (AttributeError, TypeError, KeyError, ValueError, tf.errors.OpError):
+        return NUM_CHAR_IDS, None  # not an elmo-tf export: its graph checks its own inputs
+    return config.char_table_rows, (config.n_words if config.word_embedding_dim else None)
+
+
 class Servable:
     """One loaded version: its signatures, their batchers, and a count of requests using it.
 
@@ -73,8 +87,9 @@ class Servable:
         self.signature_defs = read_signature_defs(path)
         self._loaded = tf.saved_model.load(path)
         self._functions = dict(self._loaded.signatures)
+        bounds = _id_bounds(self._loaded)
         self.specs = {
-            key: SignatureSpec(key, self.signature_defs[key])
+            key: SignatureSpec(key, self.signature_defs[key], bounds)
             for key in self._functions
             if key in self.signature_defs
         }

@@ -9,7 +9,8 @@ alone, with INVALID_ARGUMENT and a message naming the input, and never poisons a
 - a non-empty batch, the same batch size in every input;
 - the ELMo contract's value constraints (``elmo_tf.export.saved_model_module``), which the
   graph also asserts but only for the whole batch: ``sequence_len`` in ``[0, max_len]`` of its
-  row of ``tokens``, ``char_ids`` in ``[0, 261]``.
+  row of ``tokens``, ``char_ids`` in ``[0, 261]`` (a code-point model's: its own bounds,
+  ``SignatureSpec.id_bounds``).
 """
 
 import dataclasses
@@ -62,9 +63,10 @@ class SignatureSpec:
         signature_def: the ``tensorflow.SignatureDef`` proto from ``saved_model.pb``.
     """
 
-    def __init__(self, name, signature_def):
+    def __init__(self, name, signature_def, id_bounds=(NUM_CHAR_IDS, None)):
         self.name = name
         self.signature_def = signature_def
+        self.id_bounds = id_bounds
         self.inputs = {
             a: TensorSpec.from_tensor_info(a, i) for a, i in signature_def.inputs.items()
         }
@@ -167,7 +169,7 @@ class SignatureSpec:
                 raise invalid_argument(
                     f"input '{alias}' has batch size {shape[0]} but input '{first}' has {batch}"
                 )
-        _check_elmo_values(inputs)
+        _check_elmo_values(inputs, self.id_bounds)
         if limits is not None:
             for alias, spec in self.inputs.items():
                 if is_string(spec):
@@ -182,7 +184,7 @@ def _variable_axis1(specs):
     return [a for a, s in specs.items() if s.shape and len(s.shape) >= 2 and s.shape[1] is None]
 
 
-def _check_elmo_values(inputs):
+def _check_elmo_values(inputs, id_bounds):
     lengths = inputs.get("sequence_len")
     tokens = inputs.get("tokens")
     if lengths is not None and tokens is not None and lengths.dtype != object:
@@ -195,8 +197,16 @@ def _check_elmo_values(inputs):
             )
     char_ids = inputs.get("char_ids")
     if char_ids is not None and char_ids.size and char_ids.dtype != object:
-        if char_ids.min() < 0 or char_ids.max() >= NUM_CHAR_IDS:
-            raise invalid_argument(f"input 'char_ids' must hold ids in [0, {NUM_CHAR_IDS - 1}]")
+        n_chars, n_words = id_bounds
+        chars = char_ids if n_words is None or char_ids.ndim != 3 else char_ids[..., :-1]
+        if chars.min() < 0 or chars.max() >= n_chars:
+            raise invalid_argument(f"input 'char_ids' must hold ids in [0, {n_chars - 1}]")
+        if n_words is not None and char_ids.ndim == 3:
+            words = char_ids[..., -1]
+            if words.min() < 0 or words.max() >= n_words:
+                raise invalid_argument(
+                    f"input 'char_ids' must hold word ids in [0, {n_words - 1}] in its last column"
+                )
 
 
 def _check_strings(alias, array, limits):

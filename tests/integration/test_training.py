@@ -47,6 +47,29 @@ def test_loss_goes_down(corpus_file, tmp_path):
     )
 
 
+# Cyrillic, CJK (three UTF-8 bytes a character: 20 of them are 60 bytes) and Arabic words,
+# with diacritics and a token longer than the 48 bytes a token keeps.
+SCRIPTS = ["собака", "кошка", "сидела", "猫", "狗", "坐在", "垫子上", "قطة", "كلب", "جلس", "على",
+           "中华人民共和国国务院总理办公室秘书处", "Ελλάδα", "naïve", "café"]  # fmt: skip
+
+
+def test_training_on_cyrillic_cjk_and_arabic_text(tmp_path):
+    """Any script trains: each token's first 48 UTF-8 bytes are its characters (bilm-tf's
+    cut: 16 CJK characters), the whole token is its softmax word."""
+    corpus_file = make_corpus(tmp_path / "corpus.txt", n=60, words=SCRIPTS)
+    trainer, corpus, vocab = make_trainer(corpus_file, tmp_path / "ckpt", options(dropout=0.0))
+    longest = max(SCRIPTS, key=lambda w: len(w.encode()))
+    assert len(longest.encode()) > 48 and longest in vocab
+    losses = []
+    trainer.train(20, lambda m: losses.append(m["loss"]))
+    assert np.isfinite(losses).all() and np.mean(losses[-5:]) < np.mean(losses[:5])
+    ids = elmo_tf.batch_to_ids([[longest]])[0, 0]
+    assert (ids[1:49] - 1).astype(np.uint8).tobytes() == longest.encode()[:48]
+    assert np.isfinite(
+        evaluate(trainer.model, corpus, vocab, batch_size=4, unroll_steps=5)["perplexity"]
+    )
+
+
 @pytest.mark.stress
 @pytest.mark.numerics
 @pytest.mark.parametrize("optimizer,slot", [("adagrad", "accumulator"), ("adam", "momentum")])

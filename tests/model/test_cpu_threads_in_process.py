@@ -26,7 +26,12 @@ def test_embed_command_configures_before_loading(monkeypatch, tmp_path, tiny_fil
     calls = []
     monkeypatch.setattr(embed, "configure_threads", lambda **kw: calls.append(("threads", kw)))
     real_load = embed.load_model
-    monkeypatch.setattr(embed, "load_model", lambda args: calls.append("load") or real_load(args))
+
+    def load(args, **kwargs):
+        calls.append("load")
+        return real_load(args, **kwargs)
+
+    monkeypatch.setattr(embed, "load_model", load)
     source = tmp_path / "in.txt"
     source.write_text("a b c\n", encoding="utf-8")
     options, weights = tiny_files
