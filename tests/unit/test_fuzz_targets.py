@@ -24,7 +24,16 @@ RUNNER = _runner()
 
 def test_the_runner_finds_every_target():
     found = RUNNER.targets()
-    assert {"warmup_records", "rest_body", "tensor_proto", "onnx_contract"} <= set(found)
+    assert {
+        "warmup_records",
+        "rest_body",
+        "tensor_proto",
+        "onnx_contract",
+        "options_json",
+        "text_lines",
+        "training_run",
+        "weight_file",
+    } <= set(found)
     assert "run" not in found  # the runner defines no TestOneInput
 
 
