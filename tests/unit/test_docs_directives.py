@@ -38,3 +38,20 @@ def test_the_docs_run_most_of_their_examples():
 def test_the_two_docs_test_files_run_every_document_once():
     halves = [document for documents in HALVES.values() for document in documents]
     assert sorted(halves) == sorted(DOCUMENTS)
+
+
+def test_no_install_line_in_the_docs_asks_the_package_index_for_elmo_tf():
+    """The package is not on PyPI: every install line that names it installs a clone (``-e .``,
+    ``".[extra]"``) or a built wheel, as the README's do."""
+    import re
+
+    from support.paths import ROOT
+
+    pages = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("*/README.md")]
+    found = []
+    for page in pages:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            for command in re.findall(r"pip install[^`\n&;|]*", line):
+                if re.search(r"""(?<![\w./-])["']?elmo[-_]tf(\[|["'\s]|$)""", command):
+                    found.append(f"{page.relative_to(ROOT)}:{number}: {command}")
+    assert not found, found
