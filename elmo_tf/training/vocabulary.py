@@ -42,11 +42,12 @@ class Vocabulary:
         for i, token in enumerate(self.tokens):
             if not token or any(c.isspace() for c in token):
                 raise VocabularyError(
-                    f"{source}: entry {i + 1} ({token!r}) is empty or contains whitespace"
+                    f"{source}: entry {i + 1} ({checks.shown(token)}) is empty or contains "
+                    "whitespace"
                 )
             if token in self._index:
                 raise VocabularyError(
-                    f"{source}: token {token!r} appears twice (entries "
+                    f"{source}: token {checks.shown(token)} appears twice (entries "
                     f"{self._index[token] + 1} and {i + 1})"
                 )
             self._index[token] = i

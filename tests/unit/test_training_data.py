@@ -66,6 +66,13 @@ def test_vocabulary_loader_accepts_bilm_fixture_and_rejects_missing_specials(tmp
     duplicate.write_text("<S>\n</S>\n<UNK>\nthe\nthe\n", encoding="utf-8")
     with pytest.raises(VocabularyError, match="dup.txt: token 'the' appears twice"):
         Vocabulary.from_file(duplicate)
+    # a vocabulary line of 1,300 characters holding a tab: shown cut, the line stays short
+    # (found by fuzz/training_run.py, the line was 1,404 characters)
+    long = tmp_path / "long.txt"
+    long.write_text("<S>\n</S>\n<UNK>\n" + "x" * 650 + "\t" + "y" * 650 + "\n", encoding="utf-8")
+    with pytest.raises(VocabularyError, match=r"long.txt: entry 4 \('x{50,}\.\.\. \(1301 ") as e:
+        Vocabulary.from_file(long)
+    assert len(str(e.value)) < 300
 
 
 def _bad_inputs(tmp_path):
