@@ -61,9 +61,9 @@ def export_tflite(model, outfile, batch_size=1, max_length=None, quantize=None):
         max_length: fixed sentence length T, or ``None`` for a dynamic one.
         quantize: ``None`` or ``"dynamic"`` (int8 weights).
     """
+    codepoints.check_export(model.config, "a TFLite file")
     extras.require("tflite", "elmo_tf.export.tflite")  # checks the result: before the slow part
     check_arguments(batch_size, max_length, quantize)
-    codepoints.check_export(model.config, "a TFLite file")
     if model.dedupe_tokens:
         model = _without_dedupe(model)
 

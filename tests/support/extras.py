@@ -13,6 +13,7 @@ TEST_FILES_NEEDING = {
     "integration/test_serving_robustness.py": SERVING,
     "integration/test_serving_versions.py": SERVING,
     "integration/test_serving_warmup.py": SERVING,
+    "integration/test_efml_surfaces.py": SERVING,
     "unit/test_warmup_records.py": SERVING,
     "unit/test_model_versions.py": SERVING,
     "model/test_serving_requests.py": SERVING,
