@@ -54,14 +54,14 @@ MAX_VOCABULARY_BYTES = 1 << 30
 
 def check_export(config, surface):
     """``ExportError`` (one line) for an export whose graph takes bilm-tf's character ids
-    only (``surface``: ``"a TFLite file"``, ``"an ONNX file"``) of a code-point model: its
-    ids need the model's own tables, which only the SavedModel carries into its graph."""
+    only (``surface``: ``"a TFLite file"``) of a code-point model: its ids need the model's
+    own tables, which the SavedModel carries into its graph and an ONNX file beside it."""
     if config.uses_codepoints:
         raise ExportError(
             f"{surface} takes bilm-tf's character ids only, and this model maps tokens with its "
-            "own code-point table (ELMoForManyLangs'): export a SavedModel instead (elmo-tf "
-            "export saved-model), which maps them in its graph, or embed on the host (elmo-tf "
-            "embed)"
+            "own code-point table (ELMoForManyLangs'): export a SavedModel (elmo-tf export "
+            "saved-model), which maps them in its graph, or ONNX (elmo-tf export onnx), whose "
+            "runner maps them with the tables the file carries"
         )
 
 
@@ -172,6 +172,29 @@ class CodepointVocabulary:
         else:
             _check(len(words) == 0, source, DATASETS[1], "holds words for a model without any")
         return vocabulary
+
+    def to_bytes(self):
+        """The three tables as one byte string, as an ONNX file's metadata carries them
+        (``from_bytes``): the code points (int32), the words' bytes, the offsets (int64),
+        little-endian, their lengths given by the model's config."""
+        return b"".join([self.char_codepoints.astype("<i4").tobytes(), self.words.tobytes(),
+                         self.word_offsets.astype("<i8").tobytes()])  # fmt: skip
+
+    @classmethod
+    def from_bytes(cls, config, data, source):
+        """The vocabulary of ``to_bytes``'s ``data`` for ``config``, its length checked before
+        any array is made, then every check of ``from_arrays``."""
+        n_codes = config.n_characters
+        n_offsets = config.n_words + 1 if config.n_words else 0
+        n_words = len(data) - 4 * n_codes - 8 * n_offsets
+        _check(0 <= n_words <= max_word_bytes(config), source, "vocabulary",
+               f"holds {len(data):,} bytes, which the model's tables cannot hold")  # fmt: skip
+        arrays = {
+            DATASETS[0]: np.frombuffer(data, "<i4", n_codes, 0),
+            DATASETS[1]: np.frombuffer(data, np.uint8, n_words, 4 * n_codes),
+            DATASETS[2]: np.frombuffer(data, "<i8", n_offsets, 4 * n_codes + n_words),
+        }
+        return cls.from_arrays(config, arrays, source)
 
     def arrays(self):
         """``{dataset: array}`` as a weight file holds them."""

@@ -15,15 +15,17 @@ This module imports neither TensorFlow nor Keras: a process that runs an export 
 onnxruntime and numpy only.
 """
 
+import base64
+import binascii
 import os
 import types
 
 import numpy as np
 
-from elmo_tf import characters, extras, untrusted_files
+from elmo_tf import characters, codepoints, extras, token_mappers, untrusted_files
 from elmo_tf.checks import shown
 from elmo_tf.config import ElmoConfig
-from elmo_tf.errors import ModelFileError, OptionsError
+from elmo_tf.errors import ModelFileError, OptionsError, WeightFileError
 from elmo_tf.models.length_batches import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_BATCH_TOKENS,
@@ -37,6 +39,11 @@ INPUT_NAME = "char_ids"
 OPTIONS_KEY = "elmo_tf.options"
 # The precision of an int8 file's weights (onnx_quantize); a file without it is float32.
 PRECISION_KEY = "elmo_tf.precision"
+# A code-point model's tables (ELMoForManyLangs'), base64 of CodepointVocabulary.to_bytes():
+# the runner maps tokens on the host with them, as the graph cannot.
+VOCABULARY_KEY = "elmo_tf.vocabulary"
+# The input widths an export has: bilm-tf's 50 character ids, and a word id after them.
+_WIDTHS = (characters.MAX_CHARS_PER_TOKEN, characters.MAX_CHARS_PER_TOKEN + 1)
 # The outputs every export has (elmo_tf.models.outputs), with ONNX Runtime's type names; the
 # lstm_outputsK and elmo_K ones depend on the model.
 _REQUIRED_OUTPUTS = {
@@ -126,6 +133,13 @@ def check_contract(runner, source="the ONNX model", options=None):
             ) from None
         options = [metadata[OPTIONS_KEY]] if OPTIONS_KEY in metadata else []
     config = read_options(options, source)
+    (spec,) = inputs
+    if isinstance(spec.shape[2], int) and spec.shape[2] != config.id_width:
+        raise ModelFileError(
+            f"{source}: not an ELMo export of its {OPTIONS_KEY} metadata: its input is "
+            f"{shown(spec.name)} {spec.type} {shown(spec.shape)}, expected one input "
+            f"{INPUT_NAME!r}, int32 [batch, time, {config.id_width}]"
+        )
     _check_graph_agrees(config, outputs, source)
     return config
 
@@ -147,7 +161,6 @@ def _check_graph(inputs, outputs, source):
         )
     (spec,) = inputs
     shape = spec.shape
-    width = characters.MAX_CHARS_PER_TOKEN
     if (
         spec.name != INPUT_NAME
         or spec.type != "tensor(int32)"
@@ -155,7 +168,7 @@ def _check_graph(inputs, outputs, source):
         or len(shape) != 3
         or any(isinstance(size, int) for size in shape[:2])  # both axes dynamic
         or isinstance(shape[2], int)
-        and shape[2] != width
+        and shape[2] not in _WIDTHS
     ):
         raise ModelFileError(
             f"{source}: not an ELMo export: its input is {shown(spec.name)} {spec.type} "
@@ -267,7 +280,7 @@ def _shape_text(shape):
     return shown("[" + ", ".join("?" if d is None else str(d) for d in shape) + "]", quote=False)
 
 
-def options_metadata(path, key=OPTIONS_KEY):
+def options_metadata(path, key=OPTIONS_KEY, limit=MAX_OPTIONS_BYTES):
     """The values (bytes) of every ``key`` entry (default ``elmo_tf.options``) of the ONNX file
     ``path``'s ``metadata_props``, in file order; ``ModelFileError`` naming ``path`` if its top
     level is not a protobuf message this reader can walk.
@@ -281,7 +294,7 @@ def options_metadata(path, key=OPTIONS_KEY):
     (field 14: ``key`` 1, ``value`` 2; the last of a repeated field wins, as protobuf reads).
     """
     with open(path, "rb") as f:
-        return options_metadata_of(f, os.fstat(f.fileno()).st_size, path, key)
+        return options_metadata_of(f, os.fstat(f.fileno()).st_size, path, key, limit)
 
 
 # ModelProto.metadata_props and its StringStringEntryProto's fields (onnx.proto).
@@ -299,7 +312,7 @@ class _Malformed(Exception):
     """The bytes are not a protobuf message of the shape the walker reads."""
 
 
-def options_metadata_of(f, size, source, key=OPTIONS_KEY):
+def options_metadata_of(f, size, source, key=OPTIONS_KEY, limit=MAX_OPTIONS_BYTES):
     """``options_metadata`` of the serialized ``ModelProto`` of ``size`` bytes in the binary
     file ``f`` (from its start), its errors naming ``source``."""
     values = []
@@ -316,7 +329,7 @@ def options_metadata_of(f, size, source, key=OPTIONS_KEY):
             number, wire = _tag(f)
             if number == _METADATA_FIELD and wire == _BYTES:
                 end = _length(f, size)
-                entry = _entry(f, end, wanted)
+                entry = _entry(f, end, wanted, limit)
                 if entry is not None:
                     values.append(entry)
                 f.seek(end)
@@ -329,10 +342,10 @@ def options_metadata_of(f, size, source, key=OPTIONS_KEY):
     return values
 
 
-def _entry(f, end, wanted):
+def _entry(f, end, wanted, limit=MAX_OPTIONS_BYTES):
     """The value of the ``StringStringEntryProto`` ending at ``end`` if its key is ``wanted``
-    (a value over ``MAX_OPTIONS_BYTES`` as ``MAX_OPTIONS_BYTES + 1`` bytes: refused by size),
-    else ``None``."""
+    (a value over ``limit`` bytes as its first ``limit + 1`` bytes: refused by size), else
+    ``None``."""
     key = value = None  # (offset, length) of the last key and value fields
     while f.tell() < end:
         number, wire = _tag(f)
@@ -356,7 +369,7 @@ def _entry(f, end, wanted):
         return b""
     offset, length = value
     f.seek(offset)
-    return f.read(min(length, MAX_OPTIONS_BYTES + 1))
+    return f.read(min(length, limit + 1))
 
 
 def _varint(f):
@@ -415,10 +428,13 @@ def _skip(f, number, wire, end, depth=0):
     f.seek(stop)
 
 
-def check_char_ids(char_ids, width=characters.MAX_CHARS_PER_TOKEN):
+def check_char_ids(
+    char_ids, width=characters.MAX_CHARS_PER_TOKEN, n_characters=characters.NUM_CHAR_IDS
+):
     """``char_ids`` as an int32 array after checking it is ``[batch, time, width]`` character
     ids; ``ValueError`` (one line) for another rank or width, a dtype that is not an integer,
-    or an id outside ``[0, 261]``."""
+    or an id outside ``[0, n_characters - 1]`` (``[0, 261]``; a code-point model's own, its
+    word ids in a 51st column checked by the graph's lookup)."""
     char_ids = np.asarray(char_ids)
     if char_ids.ndim != 3 or char_ids.shape[-1] != width:
         raise ValueError(
@@ -426,11 +442,12 @@ def check_char_ids(char_ids, width=characters.MAX_CHARS_PER_TOKEN):
         )
     if not np.issubdtype(char_ids.dtype, np.integer):
         raise ValueError(f"char_ids must be integers {_MAKES_THEM}, got dtype {char_ids.dtype}")
-    if char_ids.size:
-        low, high = char_ids.min(), char_ids.max()
-        if low < 0 or high >= characters.NUM_CHAR_IDS:
+    chars = char_ids[..., : characters.MAX_CHARS_PER_TOKEN]
+    if chars.size:
+        low, high = chars.min(), chars.max()
+        if low < 0 or high >= n_characters:
             raise ValueError(
-                f"char_ids must be in [0, {characters.NUM_CHAR_IDS - 1}] {_MAKES_THEM}, got "
+                f"char_ids must be in [0, {n_characters - 1}] {_MAKES_THEM}, got "
                 f"{low if low < 0 else high}"
             )
     return char_ids.astype(np.int32, copy=False)
@@ -469,7 +486,14 @@ def run_onnx(model, char_ids):
 def _run(runner, config, char_ids, source):
     """``run_onnx`` on a checked session of ``config``: the outputs, once their shapes are
     checked (``check_outputs``)."""
-    char_ids = check_char_ids(char_ids)
+    char_ids = check_char_ids(char_ids, config.id_width, config.char_table_rows)
+    if config.word_embedding_dim and char_ids.size:
+        low, high = char_ids[..., -1].min(), char_ids[..., -1].max()
+        if low < 0 or high >= config.n_words:
+            raise ValueError(
+                f"char_ids' last column must hold word ids in [0, {config.n_words - 1}] (the "
+                f"model's batch_to_ids makes them), got {low if low < 0 else high}"
+            )
     names = [output.name for output in runner.get_outputs()]
     outputs = dict(zip(names, runner.run(names, {INPUT_NAME: char_ids}), strict=True))
     check_outputs(config, outputs, char_ids.shape, source)
@@ -498,6 +522,9 @@ class OnnxModel:
         # read as bytes, as the options are: ONNX Runtime's map decodes every entry
         int8 = options_metadata(self.path, PRECISION_KEY)[-1:] == [b"int8"]
         self.precision = "int8" if int8 else "float32"
+        self.token_mapper = token_mappers.mapper_for(
+            self.config, _vocabulary(self.path, self.config)
+        )
 
     def __call__(self, char_ids):
         """``run_onnx`` on this session."""
@@ -512,7 +539,7 @@ class OnnxModel:
         sentences = characters.token_lists(sentences)
         lengths = [len(s) for s in sentences]
         for indices in length_batches(lengths, batch_size, max_batch_tokens):
-            char_ids = characters.batch_to_ids([sentences[i] for i in indices])
+            char_ids = self.token_mapper.batch_to_ids([sentences[i] for i in indices])
             yield indices, self(char_ids)
 
     def embed(
@@ -535,5 +562,33 @@ class OnnxModel:
                 else:
                     results[key][indices] = value
         if not results:  # no sentence: run an empty batch for the keys and shapes
-            return self(characters.batch_to_ids([]))
+            return self(self.token_mapper.batch_to_ids([]))
         return results
+
+
+def _vocabulary(path, config):
+    """A code-point model's ``CodepointVocabulary`` from the file's ``elmo_tf.vocabulary``
+    metadata (``None`` for bilm-tf's scheme), read as bytes, bounded by what ``config``'s
+    tables can hold, then checked as a weight file's tables are; ``ModelFileError`` otherwise."""
+    if not config.uses_codepoints:
+        return None
+    n_offsets = config.n_words + 1 if config.n_words else 0
+    most = 4 * config.n_characters + codepoints.max_word_bytes(config) + 8 * n_offsets
+    limit = 4 * (most // 3 + 1)  # its base64 text
+    values = options_metadata(path, VOCABULARY_KEY, limit)
+    where = f"{path}: its {VOCABULARY_KEY} metadata"
+    if len(values) != 1:
+        raise ModelFileError(
+            f"{path}: {len(values)} {VOCABULARY_KEY} metadata entries; the export of a "
+            "code-point model has one (its tables: elmo-tf export onnx writes them)"
+        )
+    (text,) = values
+    if len(text) > limit:
+        raise ModelFileError(f"{where} is larger than the model's tables can be ({limit:,} bytes)")
+    try:
+        data = base64.b64decode(text, validate=True)
+        return codepoints.CodepointVocabulary.from_bytes(config, data, where)
+    except binascii.Error as e:
+        raise ModelFileError(f"{where} is not base64 ({e})") from None
+    except WeightFileError as e:
+        raise ModelFileError(str(e)) from None

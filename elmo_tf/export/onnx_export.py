@@ -27,12 +27,13 @@ ONNX ``Unique`` (``_unique_rows``). Everything else, the maths included, is the 
 ``elmo_tf.export.onnx.run_onnx`` runs the file without TensorFlow.
 """
 
+import base64
 import json
 import logging
 
-from elmo_tf import __version__, characters, codepoints, extras, files, native_logs
+from elmo_tf import __version__, extras, files, native_logs
 from elmo_tf.export import onnx_graph
-from elmo_tf.export.onnx import INPUT_NAME, OPTIONS_KEY
+from elmo_tf.export.onnx import INPUT_NAME, OPTIONS_KEY, VOCABULARY_KEY
 from elmo_tf.export.onnx_graph import (  # noqa: F401 (this module's names before onnx_graph)
     ONNX_DOMAINS,
     non_standard_operators,
@@ -68,7 +69,6 @@ def onnx_model(model, precision="float32"):
     from elmo_tf import precision as precisions  # lazy: beside backend, read at export
 
     precisions.check(precision, "onnx")
-    codepoints.check_export(model.config, "an ONNX file")
     backend.require_tensorflow("ONNX export")
     extras.require("onnx", "elmo_tf.export.onnx_export")
     import keras  # lazy: the command line reads OPSET before Keras starts
@@ -79,7 +79,7 @@ def onnx_model(model, precision="float32"):
     from elmo_tf.layers import lstm_layout  # lazy: the layers start Keras
 
     keys = output_keys(model.config.n_lstm_layers)
-    spec = tf.TensorSpec([None, None, characters.MAX_CHARS_PER_TOKEN], tf.int32, name=INPUT_NAME)
+    spec = tf.TensorSpec([None, None, model.config.id_width], tf.int32, name=INPUT_NAME)
     variables = list(model.variables)
     paths = [v.path for v in variables]
     if len(set(paths)) != len(paths) or INPUT_NAME in paths:
@@ -121,10 +121,11 @@ def onnx_model(model, precision="float32"):
     onnx_graph.keep_used_domains(model_proto)
     model_proto.producer_name = "elmo-tf"
     model_proto.producer_version = __version__
-    onnx.helper.set_model_props(
-        model_proto,
-        {OPTIONS_KEY: json.dumps(model.config.to_options()), VERSION_KEY: __version__},
-    )
+    properties = {OPTIONS_KEY: json.dumps(model.config.to_options()), VERSION_KEY: __version__}
+    if model.config.uses_codepoints:  # the runner maps tokens on the host with the tables
+        vocabulary = model.token_mapper.vocabulary.to_bytes()
+        properties[VOCABULARY_KEY] = base64.b64encode(vocabulary).decode("ascii")
+    onnx.helper.set_model_props(model_proto, properties)
     unknown = onnx_graph.non_standard_operators(model_proto)
     if unknown:
         raise RuntimeError(f"the converted model needs operators outside ONNX {unknown}")
@@ -174,7 +175,7 @@ def _name_axes(model_proto, model, keys):
     ordered = [by_name[key] for key in keys]
     del graph.output[:]
     graph.output.extend(ordered)
-    _set_shape(graph.input[0], (BATCH_AXIS, TIME_AXIS, characters.MAX_CHARS_PER_TOKEN))
+    _set_shape(graph.input[0], (BATCH_AXIS, TIME_AXIS, model.config.id_width))
     for output in graph.output:
         _set_shape(output, shapes[output.name])
 

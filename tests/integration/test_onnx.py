@@ -661,3 +661,46 @@ def test_int8_fidelity_of_the_bundled_model(tmp_path_factory, tmp_path):
     onnx.save(proto, str(tmp_path / "broken.onnx"))
     broken = fidelity.compare(reference, OnnxModel(tmp_path / "broken.onnx").embed(sentences))
     assert broken["elmo"].cos_p1 < INT8_COS_P1 and broken["elmo"].cos_mean < INT8_COS_MEAN
+
+
+@pytest.mark.numerics
+def test_an_elmoformanylangs_model_runs_from_its_file_with_efmls_numbers(tmp_path):
+    """The file carries the model's tables (``elmo_tf.vocabulary`` metadata): ``OnnxModel``
+    and ``embed --onnx`` map tokens with them on the host, 51 ids a token (the word id
+    last), and give EFML's numbers; damaged tables are refused in one line."""
+    import base64
+
+    from support.foreign_models import EFML_TINY, TOLERANCE, efml_golden
+
+    model = elmo_tf.ELMo.from_preset(str(EFML_TINY))
+    path = tmp_path / "efml.onnx"
+    assert main(["export", "onnx", str(path), "--model", str(EFML_TINY)]) == 0
+    onnx_file = OnnxModel(path)
+    sentences, golden = efml_golden()
+    outputs = onnx_file.embed(sentences)
+    for i, sentence in enumerate(sentences):
+        np.testing.assert_allclose(outputs["elmo"][i, : len(sentence)], golden[f"average_{i}"],
+                                   rtol=0, atol=TOLERANCE, err_msg=str(sentence))  # fmt: skip
+    ids = model.batch_to_ids(sentences[:2])
+    assert ids.shape[-1] == 51
+    np.testing.assert_array_equal(run_onnx(str(path), ids)["elmo"], onnx_file(ids)["elmo"])
+    ids[0, 0, -1] = model.config.n_words
+    with pytest.raises(ValueError, match="last column must hold word ids in"):
+        onnx_file(ids)
+    with pytest.raises(ValueError, match=r"char_ids must have shape \[batch, time, 51\]"):
+        run_onnx(str(path), elmo_tf.batch_to_ids([["a"]]))  # bilm-tf's 50 ids: not its input
+
+    proto = onnx.load(str(path))
+    (entry,) = [p for p in proto.metadata_props if p.key == "elmo_tf.vocabulary"]
+    data = bytearray(base64.b64decode(entry.value))
+    data[4:8] = (0x110000).to_bytes(4, "little")  # id 1 given a value past Unicode
+    entry.value = base64.b64encode(bytes(data)).decode()
+    broken = tmp_path / "broken.onnx"
+    onnx.save(proto, str(broken))
+    with pytest.raises(ModelFileError, match="holds a value that is no code point") as error:
+        OnnxModel(broken)
+    assert "\n" not in str(error.value) and str(broken) in str(error.value)
+    entry.value = "not base64!"
+    onnx.save(proto, str(broken))
+    with pytest.raises(ModelFileError, match="elmo_tf.vocabulary metadata is not base64"):
+        OnnxModel(broken)

@@ -140,17 +140,11 @@ def test_a_keras_file_keeps_the_models_own_token_tables(efml_model, tmp_path):
                                    atol=TOLERANCE)  # fmt: skip
 
 
-@pytest.mark.parametrize("surface", ["onnx", "tflite"])
-def test_an_export_of_bilm_tf_ids_refuses_a_code_point_model_in_one_line(
-    efml_model, surface, tmp_path
-):
+def test_a_tflite_export_refuses_a_code_point_model_in_one_line(efml_model, tmp_path):
     from elmo_tf.errors import ExportError
+    from elmo_tf.export.tflite import export_tflite
 
-    if surface == "onnx":
-        from elmo_tf.export.onnx_export import export_onnx as export
-    else:
-        from elmo_tf.export.tflite import export_tflite as export
     with pytest.raises(ExportError, match="takes bilm-tf's character ids only") as error:
-        export(efml_model, tmp_path / "never_written")
+        export_tflite(efml_model, tmp_path / "never_written")
     assert not list(tmp_path.iterdir())
     assert "\n" not in str(error.value) and "export saved-model" in str(error.value)
