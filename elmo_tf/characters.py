@@ -105,6 +105,13 @@ def batch_to_ids(sentences, max_length=None):
         An int32 array of shape ``(batch, max_tokens, 50)``, zero at padded token positions.
         No ``<S>``/``</S>`` rows are added: the model frames each sentence itself.
     """
+    return rows_to_ids(sentences, token_to_ids, MAX_CHARS_PER_TOKEN, max_length)
+
+
+def rows_to_ids(sentences, token_row, width, max_length=None):
+    """``(B, T, width)`` int32 ids of tokenised sentences, ``token_row(token)`` for each
+    distinct token (once per call), zero at padded positions: ``batch_to_ids`` with another
+    mapping (a code-point model's, ``elmo_tf.codepoints``)."""
     sentences = token_lists(sentences)
     longest = max((len(s) for s in sentences), default=0)
     if max_length is None:
@@ -113,13 +120,13 @@ def batch_to_ids(sentences, max_length=None):
         raise ValueError(
             f"max_length={max_length} is shorter than the longest sentence ({longest})"
         )
-    ids = np.zeros([len(sentences), max_length, MAX_CHARS_PER_TOKEN], dtype=np.int32)
+    ids = np.zeros([len(sentences), max_length, width], dtype=np.int32)
     cache = {}
     for i, sentence in enumerate(sentences):
         for j, token in enumerate(sentence):
             row = cache.get(token)
             if row is None:
-                row = cache[token] = token_to_ids(token)
+                row = cache[token] = token_row(token)
             ids[i, j] = row
     return ids
 

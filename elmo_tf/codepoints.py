@@ -273,23 +273,7 @@ class CodepointMapper:
     def batch_to_ids(self, sentences, max_length=None):
         """``(B, T, id_width)`` int32 rows of tokenised sentences, zero at padded positions
         (``elmo_tf.batch_to_ids``'s contract)."""
-        sentences = characters.token_lists(sentences)
-        longest = max((len(s) for s in sentences), default=0)
-        if max_length is None:
-            max_length = longest
-        elif max_length < longest:
-            raise ValueError(
-                f"max_length={max_length} is shorter than the longest sentence ({longest})"
-            )
-        ids = np.zeros([len(sentences), max_length, self.config.id_width], np.int32)
-        rows = {}
-        for i, sentence in enumerate(sentences):
-            for j, token in enumerate(sentence):
-                row = rows.get(token)
-                if row is None:
-                    row = rows[token] = self.token_row(token)
-                ids[i, j] = row
-        return ids
+        return characters.rows_to_ids(sentences, self.token_row, self.config.id_width, max_length)
 
 
 def _text(token):

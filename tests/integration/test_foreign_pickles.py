@@ -1,7 +1,6 @@
 """A PyTorch pickle that names code, read in a fresh process: the code never runs there
 either."""
 
-import os
 import pickle
 import subprocess
 import sys
@@ -9,23 +8,11 @@ import sys
 from support import torch_pickles
 
 
-class _WritesMarker:
-    """Pickles as a call that creates ``path``: what a hostile model file does."""
-
-    def __init__(self, path, function):
-        self.path, self.function = path, function
-
-    def __reduce__(self):
-        if self.function == "system":
-            return os.system, (f"touch {self.path}",)
-        return exec, (f"open({str(self.path)!r}, 'w').close()",)
-
-
 def test_the_code_never_runs_in_a_fresh_process_either(tmp_path):
     """The whole load in a process of its own: no marker, one line, nothing imported."""
     marker = tmp_path / "marker"
     path = tmp_path / "token_embedder.pkl"
-    main = pickle.dumps(_WritesMarker(marker, "system"), protocol=2)
+    main = pickle.dumps(torch_pickles.WritesMarker(marker, "system"), protocol=2)
     path.write_bytes(torch_pickles.legacy_with_main(main))
     script = (
         "import sys; from elmo_tf.torch_state_dict import read_state_dict\n"

@@ -12,6 +12,7 @@ one is written, stand-in modules named ``torch`` and ``torch._utils`` sit in ``s
 import collections
 import contextlib
 import io
+import os
 import pickle
 import sys
 import types
@@ -150,3 +151,15 @@ def zip_bytes(tensors, folder="archive"):
             archive.writestr(f"{folder}/data/{key}", values.tobytes())
         archive.writestr(f"{folder}/version", "3\n")
     return out.getvalue()
+
+
+class WritesMarker:
+    """Pickles as a call that creates ``path``: what a hostile model file does."""
+
+    def __init__(self, path, function):
+        self.path, self.function = path, function
+
+    def __reduce__(self):
+        if self.function == "system":
+            return os.system, (f"touch {self.path}",)
+        return exec, (f"open({str(self.path)!r}, 'w').close()",)

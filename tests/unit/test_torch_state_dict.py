@@ -4,7 +4,6 @@ Unit tests: no model, no TensorFlow, no PyTorch (``torch_pickles`` writes the fi
 
 import collections
 import io
-import os
 import pickle
 import warnings
 import zipfile
@@ -73,23 +72,11 @@ def test_the_efml_fixture_reads_with_efml_shapes():
     assert all(v.dtype == np.float32 for v in [*embedder.values(), *encoder.values()])
 
 
-class _WritesMarker:
-    """Pickles as a call that creates ``path``: what a hostile model file does."""
-
-    def __init__(self, path, function):
-        self.path, self.function = path, function
-
-    def __reduce__(self):
-        if self.function == "system":
-            return os.system, (f"touch {self.path}",)
-        return exec, (f"open({str(self.path)!r}, 'w').close()",)
-
-
 @pytest.mark.parametrize("function", ["system", "exec"])
 @pytest.mark.parametrize("where", ["object", "tensor"])
 def test_a_pickle_that_would_run_code_is_refused_and_its_code_never_runs(tmp_path, function, where):
     marker = tmp_path / "marker"
-    payload = _WritesMarker(marker, function)
+    payload = torch_pickles.WritesMarker(marker, function)
     if where == "object":
         main = pickle.dumps(payload, protocol=2)
     else:  # inside a state_dict, as the value of one entry
