@@ -31,7 +31,7 @@ from elmo_tf.models.length_batches import (
     DEFAULT_MAX_BATCH_TOKENS,
     length_batches,
 )
-from elmo_tf.models.outputs import output_keys
+from elmo_tf.models.outputs import output_shapes
 from elmo_tf.options_file import MAX_OPTIONS_BYTES
 
 # The file's input and the metadata key of its options (onnx_export writes them).
@@ -219,19 +219,6 @@ def read_options(values, source):
         raise ModelFileError(str(e)) from None
 
 
-def _expected_shapes(config, batch="batch", time="time"):
-    """``{output: shape}`` of an export of ``config`` (the table of ``elmo_tf.models.outputs``),
-    ``batch`` and ``time`` filling those axes."""
-    keys = output_keys(config.n_lstm_layers)
-    shapes = {key: (batch, time, config.output_dim) for key in keys}
-    shapes.update(
-        word_emb=(batch, time, config.projection_dim),
-        default=(batch, config.output_dim),
-        sequence_len=(batch,),
-    )
-    return shapes
-
-
 def _check_graph_agrees(config, outputs, source):
     """``ModelFileError`` unless the graph's ``outputs`` are those of ``config``: its
     ``lstm_outputsK`` are ``lstm_outputs1`` .. ``lstm_outputsL`` (L = ``lstm.n_layers``), and
@@ -240,7 +227,7 @@ def _check_graph_agrees(config, outputs, source):
     ``check_outputs``."""
     metadata = f"its {OPTIONS_KEY} metadata"
     layers = sorted(o.name for o in outputs if o.name.startswith(_LAYER_PREFIX))
-    expected = _expected_shapes(config)
+    expected = output_shapes(config, "batch", "time")
     wanted = sorted(name for name in expected if name.startswith(_LAYER_PREFIX))
     if layers != wanted:
         raise ModelFileError(
@@ -263,10 +250,11 @@ def _check_graph_agrees(config, outputs, source):
 
 def check_outputs(config, outputs, char_ids_shape, source="the ONNX model"):
     """``ModelFileError`` unless each run output (``{name: array}``) of an export of ``config``
-    has the shape that the run's ``char_ids`` of ``char_ids_shape`` make (``_expected_shapes``):
-    a graph whose axes are symbolic declares no width to check before it runs."""
+    has the shape that the run's ``char_ids`` of ``char_ids_shape`` make
+    (``elmo_tf.models.outputs.output_shapes``): a graph whose axes are symbolic declares no
+    width to check before it runs."""
     batch, time = char_ids_shape[:2]
-    for name, want in _expected_shapes(config, batch, time).items():
+    for name, want in output_shapes(config, batch, time).items():
         got = outputs[name].shape
         if got != want:
             raise ModelFileError(

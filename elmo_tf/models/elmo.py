@@ -25,7 +25,7 @@ from elmo_tf.models.char_ids import (
 )
 from elmo_tf.models.embedder import Embedder
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
-from elmo_tf.models.outputs import LSTMState, output_keys
+from elmo_tf.models.outputs import LSTMState, output_keys, output_shapes
 from elmo_tf.models.settings import (  # noqa: F401
     MAX_OUTPUT_REPRESENTATIONS,
     check_fine_tune,
@@ -400,15 +400,7 @@ class ELMo(keras.Model):
         ``batch_size`` and ``length`` (T) fill the batch and position axes; ``None`` leaves
         them unknown.
         """
-        c = self.config
-        keys = output_keys(c.n_lstm_layers, self.num_output_representations)
-        shapes = {key: (batch_size, length, c.output_dim) for key in keys}
-        shapes.update(
-            word_emb=(batch_size, length, c.projection_dim),
-            default=(batch_size, c.output_dim),
-            sequence_len=(batch_size,),
-        )
-        return shapes
+        return output_shapes(self.config, batch_size, length, self.num_output_representations)
 
     def zero_state(self, batch_size):
         """An all-zero ``LSTMState`` for ``batch_size`` rows, as numpy arrays."""

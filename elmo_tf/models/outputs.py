@@ -54,6 +54,20 @@ def output_keys(n_lstm_layers, num_output_representations=1):
     )
 
 
+def output_shapes(config, batch_size=None, length=None, num_output_representations=1):
+    """``{key: shape}`` of the outputs of a model of ``config`` (an ``ElmoConfig``), in key
+    order; ``batch_size`` and ``length`` (T) fill the batch and position axes (``None`` or an
+    axis name: unknown)."""
+    keys = output_keys(config.n_lstm_layers, num_output_representations)
+    shapes = {key: (batch_size, length, config.output_dim) for key in keys}
+    shapes.update(
+        word_emb=(batch_size, length, config.projection_dim),
+        default=(batch_size, config.output_dim),
+        sequence_len=(batch_size,),
+    )
+    return shapes
+
+
 class LSTMState(typing.NamedTuple):
     """Per-row LSTM state of both directions of every layer.
 
