@@ -11,6 +11,7 @@ TENSORFLOW = "tensorflow>=2.21,<2.22"
 # export saved-model writes TF Serving's warm-up records (PredictionLog protos), so a [hub],
 # [tflite] or [beam] install runs every command the [tensorflow] one does.
 TENSORFLOW_STACK = [TENSORFLOW, "tensorflow-serving-api>=2.21,<2.22"]
+PROTOBUF = "protobuf>=6.31.1,<8"  # TensorFlow 2.21's range
 VERSION = re.search(
     r'^__version__ = "([^"]+)"', (HERE / "elmo_tf" / "__init__.py").read_text(), re.M
 ).group(1)
@@ -38,6 +39,7 @@ setup(
         # downloads of the published models (elmo_tf.presets.transfer): the HTTP transfer,
         # proxies and its progress bar, on requests (which TensorFlow installs)
         "pooch>=1.8,<2",
+        "requests>=2.31,<3",  # the transfer itself (elmo_tf.presets.transfer), through pooch
         "filelock>=3.12,<4",  # one process at a time per cache entry
     ],
     extras_require={
@@ -45,7 +47,8 @@ setup(
         # other requirements are TensorFlow's own (grpcio, protobuf)
         "tensorflow": TENSORFLOW_STACK,
         # elmo-tf serve / client: TF Serving's gRPC protos and stubs; REST on aiohttp's server
-        "serving": [*TENSORFLOW_STACK, "grpcio>=1.85,<2", "aiohttp>=3.10,<4"],
+        # and protobuf's JSON mapping of TensorProtos (elmo_tf.serving.rest_protocol)
+        "serving": [*TENSORFLOW_STACK, "grpcio>=1.85,<2", "aiohttp>=3.10,<4", PROTOBUF],
         # hub.KerasLayer reuse needs Keras 2 (tf_keras) beside Keras 3
         # tensorflow_hub imports pkg_resources, which setuptools 81 removed
         "hub": [
@@ -77,10 +80,12 @@ setup(
             *TENSORFLOW_STACK,
             "pytest>=8,<10",
             "pytest-xdist>=3.6,<4",  # the suite runs on two workers (pyproject.toml)
+            "hypothesis>=6.100,<7",  # the property tests of the foreign readers
             "ruff==0.17.6",  # lint and format; pinned so CI and developers agree
             "build>=1.2,<2",  # the release artefacts (tests/integration/test_distribution.py)
             "grpcio>=1.85,<2",
             "aiohttp>=3.10,<4",
+            PROTOBUF,
             "tensorflow-hub>=0.16,<0.17",
             "tf-keras>=2.21,<2.22",
             "setuptools<81",
