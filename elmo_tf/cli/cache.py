@@ -1,16 +1,19 @@
-"""``elmo-tf cache``: what the model cache holds, and removing it.
+"""``elmo-tf cache``: what the model cache holds, adding to it and removing it.
 
 ``elmo-tf cache list`` prints each cached file (the published model it belongs to, if any),
-its size and where it is; ``elmo-tf cache remove NAME_OR_URL...`` removes a published model's
-files or one URL's; ``elmo-tf cache clear`` removes every file the cache made (nothing else:
-the directory may hold other files). The cache is ``ELMO_TF_CACHE_DIR``, else
-``$XDG_CACHE_HOME/elmo_tf``, else ``~/.cache/elmo_tf``.
+its size and where it is; ``elmo-tf cache add NAME FILE...`` puts files you already have into
+the cache as a model's (an NLPL entry's archive, a published model's options and weight files),
+checked as their download would be, for a machine that cannot download them;
+``elmo-tf cache remove NAME_OR_URL...`` removes a published model's files or one URL's;
+``elmo-tf cache clear`` removes every file the cache made (nothing else: the directory may hold
+other files). The cache is ``ELMO_TF_CACHE_DIR``, else ``$XDG_CACHE_HOME/elmo_tf``, else
+``~/.cache/elmo_tf``.
 """
 
 import os
 
 from elmo_tf import urls
-from elmo_tf.cli.common import CommandError
+from elmo_tf.cli.common import CommandError, check_input_name
 from elmo_tf.cli.model_flags import cached_urls
 from elmo_tf.presets import cache_entries, nlpl, published
 
@@ -24,6 +27,15 @@ def add_parser(subparsers):
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listed = "list the cached files, their sizes and the cache's place"
     actions.add_parser("list", help=listed, description=_sentence(listed))
+    added = "add files you have as a model's: an NLPL entry's archive, a published model's two"
+    add = actions.add_parser("add", help=added, description=_sentence(added) + (
+        " Each is checked as its download would be, and recorded with its size and SHA-256; "
+        "the model then loads offline by its name (elmo-tf cache add efml-ru 170.zip)."
+    ))  # fmt: skip
+    add.add_argument("name", metavar="NAME", help="an NLPL entry (nlpl:144, efml-ru) or a "
+                     "published model (small, ...)")  # fmt: skip
+    add.add_argument("paths", metavar="FILE", nargs="+", help="its archive; or its options "
+                     "file, then its weight file")  # fmt: skip
     removed = "remove a published model's files, an NLPL entry's archive, or a URL's"
     remove = actions.add_parser("remove", help=removed, description=_sentence(removed))
     remove.add_argument("targets", metavar="NAME_OR_URL", nargs="+")
@@ -45,6 +57,14 @@ def run(args):
         )
     if args.action == "list":
         return _list()
+    if args.action == "add":
+        from elmo_tf import presets  # lazy: the checks of the files (no TensorFlow)
+
+        for path in args.paths:
+            check_input_name(path, "FILE")
+        for path, cached in zip(args.paths, presets.add_to_cache(args.name, args.paths)):
+            print(f"added {path} as {args.name}: {cached}")
+        return 0
     if args.action == "clear":
         count, kept = cache_entries.clear()
         print(

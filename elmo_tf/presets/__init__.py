@@ -135,8 +135,19 @@ _WHAT = ("the options file", "the weight file")  # a published model's two files
 def published_files(model):
     """The local ``(options_file, weight_file)`` of a ``PublishedModel``, fetched into the cache
     on first use; the options must describe the model's architecture."""
+    command = f"elmo-tf download {model.name}"
+    return tuple(
+        cache.fetch(url, what, max_bytes(), command, check)
+        for url, what, max_bytes, check in _published_files(model)
+    )
+
+
+def _published_files(model):
+    """``(url, what, max_bytes, check)`` of each of a published model's files, in the order
+    they are fetched: the options first, whose config bounds the weight file (``max_bytes()``
+    is called once the options are cached)."""
     options_url, weights_url = model.urls()
-    what, command = [f"{w} of {model.name!r}" for w in _WHAT], f"elmo-tf download {model.name}"
+    what = [f"{w} of {model.name!r}" for w in _WHAT]
 
     def check_options(path):
         config = ElmoConfig.from_file(path)
@@ -146,12 +157,43 @@ def published_files(model):
                 f"({model.config.describe()})"
             )
 
-    options = cache.fetch(options_url, what[0], MAX_OPTIONS_BYTES, command, check_options)
-    config = ElmoConfig.from_file(options)
-    check_weights = functools.partial(check_file, config)
-    return options, cache.fetch(
-        weights_url, what[1], weight_file_bound(config), command, check_weights
-    )
+    options_path = cache_entries.entry_path(options_url)
+
+    def config():
+        return ElmoConfig.from_file(options_path)
+
+    return [
+        (options_url, what[0], lambda: MAX_OPTIONS_BYTES, check_options),
+        (weights_url, what[1], lambda: weight_file_bound(config()),
+         lambda path: check_file(config(), path)),
+    ]  # fmt: skip
+
+
+def add_to_cache(name, paths):
+    """Puts files the user already has into the cache as the files of the published model or
+    NLPL entry ``name`` (a published model: its options and weight files; an NLPL entry: its
+    archive), each checked as its download would be; returns the cached paths. For a machine
+    that cannot download them."""
+    if nlpl.is_nlpl_name(name):
+        entry = nlpl_entry(name)
+        files = [(entry.url(), f"the NLPL archive {entry.name}",
+                  lambda: zip_archives.MAX_TOTAL_BYTES, zip_archives.inspect)]  # fmt: skip
+        expected = "its archive (.zip)"
+    elif (model := published.lookup(name)) is not None and name not in bundled.BUNDLED_MODELS:
+        files = _published_files(model)
+        expected = "its options file and its weight file"
+    else:
+        raise PresetError(
+            f"{name!r} is neither a published model ({', '.join(published.names())}) nor an "
+            "NLPL entry (nlpl:<id>, efml-en, ...): only those are cached"
+            + checks.did_you_mean(name, [*published.names(), *nlpl.ALIASES])
+        )
+    if len(paths) != len(files):
+        raise PresetError(f"{name!r} takes {expected}: {len(paths)} file(s) given")
+    return [
+        cache.add(url, os.fspath(path), what, max_bytes(), check)
+        for (url, what, max_bytes, check), path in zip(files, paths)
+    ]
 
 
 def local_files(options_file, weight_file):

@@ -13,10 +13,9 @@ import hashlib
 import os
 import urllib.parse
 
-from elmo_tf import environment, files
+from elmo_tf import environment, files, untrusted_files
 from elmo_tf.errors import CacheError, DownloadError, ElmoError
-from elmo_tf.presets import cache_entries
-from elmo_tf.presets.published import BASE_URL_VARIABLE
+from elmo_tf.presets import cache_entries, nlpl, published
 from elmo_tf.urls import public_url
 
 OFFLINE_VARIABLE = "ELMO_TF_OFFLINE"
@@ -114,6 +113,56 @@ def _download(url, path, what, max_bytes, check):
     renames it onto ``path``; nothing is kept of a failure."""
     from elmo_tf.presets import transfer  # lazy: pooch and requests, for a download only
 
+    def write(partial):
+        return transfer.download(url, partial, what, max_bytes, lambda status: _advice(url, status))
+
+    _store(url, path, what, check, write, f"downloaded from {public_url(url)}")
+
+
+def add(url, source, what="file", max_bytes=None, check=None):
+    """Puts the local file ``source`` into the cache as ``url``'s file, as a download of it
+    would be put there: read no further than ``max_bytes``, checked by ``check``, recorded
+    with its size and SHA-256. ``CacheError`` where the cache holds ``url``'s file already."""
+    path = cache_entries.entry_path(url)
+    lock, cannot_lock = _lock(os.path.dirname(path))
+    if lock is None:
+        raise CacheError(f"{path}: cannot add {what}: {cache_entries.cannot_write(cannot_lock)}")
+    try:
+        if cache_entries.read_entry(path) is not None:
+            raise CacheError(
+                f"{public_url(url)}: {what} is in the cache already ({path}); remove it first "
+                "(elmo-tf cache remove) to replace it"
+            )
+
+        def write(partial):
+            return _copy_bounded(source, partial, what, max_bytes)
+
+        _store(url, path, what, check, write, f"from {source}")
+    finally:
+        lock.release()
+    return path
+
+
+def _copy_bounded(source, target, what, max_bytes):
+    """``(size, sha256)`` of ``source`` copied to ``target``, no further than ``max_bytes``."""
+    untrusted_files.check_readable(source, "file", CacheError)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    digest, size = hashlib.sha256(), 0
+    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # as a download
+    with open(source, "rb") as f, open(descriptor, "wb") as out:
+        while chunk := f.read(1 << 20):
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                raise CacheError(f"{source}: more than the {max_bytes:,} bytes {what} may have")
+            digest.update(chunk)
+            out.write(chunk)
+    return size, digest.hexdigest()
+
+
+def _store(url, path, what, check, write, origin):
+    """Writes ``url``'s file into the entry's partial directory (``write(partial)`` returns its
+    size and SHA-256), checks it, records it and renames it onto ``path``; nothing is kept of
+    a failure. ``origin`` says where it came from in a refusal."""
     shown = public_url(url)
     staging = os.path.join(os.path.dirname(path), cache_entries.PARTIAL_NAME)
     record = path + cache_entries.RECORD_SUFFIX
@@ -121,14 +170,12 @@ def _download(url, path, what, max_bytes, check):
         files.remove(leftover)
     partial = os.path.join(staging, os.path.basename(path))
     try:
-        size, sha256 = transfer.download(
-            url, partial, what, max_bytes, lambda status: _advice(url, status)
-        )
+        size, sha256 = write(partial)
         if check is not None:
             try:
                 check(partial)
             except ElmoError as e:
-                raise type(e)(f"{e} (downloaded from {shown}; not kept)") from None
+                raise type(e)(f"{e} ({origin}; not kept)") from None
         try:
             cache_entries.write_record(cache_entries.Entry(path, shown, size, sha256))
             os.replace(partial, path)
@@ -184,19 +231,36 @@ def _offline_message(url, what, path, fetch_command):
     return message + (f"; {elsewhere}" if (elsewhere := _cached_elsewhere(url)) else "")
 
 
+def _mirror(url):
+    """``(variable, layout)`` of the family of files ``url`` belongs to (under its home or its
+    mirror): the environment variable that points the family at a mirror, and the names a
+    mirror keeps; ``None`` for a URL of no family (a user's own address, which no variable
+    moves)."""
+    families = (
+        ((nlpl.BASE_URL, nlpl.base_url_now()), nlpl.BASE_URL_VARIABLE,
+         "the repository's <release>/<id>.zip names"),
+        ((*published.ALLENNLP_BASE_URLS, published.model_base_url()), published.BASE_URL_VARIABLE,
+         "AllenNLP's folder and file names"),
+    )  # fmt: skip
+    url = public_url(url)
+    for bases, variable, layout in families:
+        if any(url.startswith(public_url(base).rstrip("/") + "/") for base in bases):
+            return variable, layout
+    return None
+
+
 def _advice(url, status):
     """What to do after a failed download (``status``: its HTTP status, or ``None``)."""
     if elsewhere := _cached_elsewhere(url):
         return elsewhere
+    mirror = _mirror(url)
     if status == 404:
-        return (
-            "the file is not at this address (a mirror keeps AllenNLP's folder and file names: "
-            "docs/models.md)"
-        )
-    return (
-        f"check the address and the network, or point {BASE_URL_VARIABLE} at a mirror "
-        "(docs/models.md)"
-    )
+        if mirror is None:
+            return "the file is not at this address"
+        return f"the file is not at this address (a mirror keeps {mirror[1]}: docs/models.md)"
+    if mirror is None:
+        return "check the address and the network"
+    return f"check the address and the network, or point {mirror[0]} at a mirror (docs/models.md)"
 
 
 def _cached_elsewhere(url):
@@ -210,7 +274,10 @@ def _cached_elsewhere(url):
     found = [e.url for e in cache_entries.entries() if e.url != url and tail(e.url) == tail(url)]
     if not found:
         return ""
+    mirror = _mirror(url)
+    if mirror is None:
+        return f"the cache holds the same file for {found[0]} (the cache is keyed by URL)"
     return (
         f"the cache holds the same file for {found[0]} (the cache is keyed by URL): set "
-        f"{BASE_URL_VARIABLE} as it was set when it was downloaded"
+        f"{mirror[0]} as it was set when it was downloaded"
     )

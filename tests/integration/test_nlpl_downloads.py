@@ -84,3 +84,35 @@ def test_a_hostile_archive_from_the_mirror_is_not_kept(nlpl_mirror, tmp_path):
     assert [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()] == [".lock"]
     assert not list(tmp_path.rglob("evil.txt"))
     assert not os.path.exists(tmp_path.parent / "evil.txt")
+
+
+def test_an_archive_at_hand_goes_into_the_cache_under_its_name_offline(
+    monkeypatch, tmp_path, capsys
+):
+    """An offline machine: `cache add` checks the archive as a download is checked, then the
+    name loads from the cache; a hostile archive is refused and nothing of it kept."""
+    import elmo_tf
+    from elmo_tf.cli.main import main
+
+    monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
+    hostile = tmp_path / "145.zip"
+    hostile.write_bytes(zip_bytes([*efml_members(), ("../../evil.txt", b"x")]))
+    assert main(["cache", "add", "efml-es", str(hostile)]) == 1
+    err = capsys.readouterr().err
+    assert "'../../evil.txt' has a name that is absolute or leaves the folder" in err
+    assert f"(from {hostile}; not kept)" in err
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.name != ".lock"]
+
+    archive = tmp_path / "144.zip"
+    archive.write_bytes(zip_bytes(efml_members()))
+    assert main(["cache", "add", "efml-en", str(archive)]) == 0
+    assert capsys.readouterr().out.startswith(f"added {archive} as efml-en: {tmp_path / 'cache'}")
+    sentences, golden = efml_golden()
+    outputs = elmo_tf.ELMo.from_preset("efml-en").embed(sentences[:1])
+    np.testing.assert_allclose(outputs["elmo"][0, : len(sentences[0])], golden["average_0"],
+                               rtol=0, atol=TOLERANCE)  # fmt: skip
+    assert main(["cache", "add", "efml-en", str(archive)]) == 1
+    assert "is in the cache already" in capsys.readouterr().err
+    assert main(["cache", "add", "efml-en", str(archive), str(archive)]) == 1
+    assert "'efml-en' takes its archive (.zip): 2 file(s) given" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from elmo_tf import native_logs
 from elmo_tf.cli.main import _all_parsers, build_parser
 
 # The first word of every command's description: an imperative, as in "Embed every line".
-VERBS = {"Compute", "Count", "Download", "Embed", "Export", "Fetch", "List", "Remove", "Run",
+VERBS = {"Add", "Compute", "Count", "Download", "Embed", "Export", "Fetch", "List", "Remove", "Run",
          "Serve", "Train", "Write"}  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 registry's addresses, URLs shown without credentials, other schemes named, the subcommands'
 usage."""
 
+import os
 import re
 
 import pytest
@@ -113,3 +114,55 @@ def test_a_url_of_another_scheme_is_named_as_one(options, weights, error, messag
     expected = f"{message}: not an http:// or https:// URL; "
     with pytest.raises(error, match="^" + re.escape(expected)):
         elmo_tf.load_pretrained(options, weights)
+
+
+NLPL_MIRROR, MODEL_MIRROR = "http://nlpl.mirror.example/repo", "http://models.mirror.example/elmo"
+
+
+@pytest.mark.parametrize(
+    "url, variable",
+    [
+        ("http://vectors.nlpl.eu/repository/11/144.zip", "ELMO_TF_NLPL_BASE_URL"),
+        (f"{NLPL_MIRROR}/11/144.zip", "ELMO_TF_NLPL_BASE_URL"),
+        (PUBLISHED_URLS["small"][1], "ELMO_TF_MODEL_BASE_URL"),
+        (f"{MODEL_MIRROR}/2x1024_128_2048cnn_1xhighway/x_weights.hdf5", "ELMO_TF_MODEL_BASE_URL"),
+        ("https://files.example/my/weights.hdf5", None),
+    ],
+    ids=["nlpl", "nlpl mirror", "published", "published mirror", "a user's URL"],
+)
+def test_a_failed_download_names_the_variable_of_its_own_family(url, variable, monkeypatch):
+    """Following the advice literally changes where the file is read from: an NLPL archive's
+    names ELMO_TF_NLPL_BASE_URL, a published model's ELMO_TF_MODEL_BASE_URL, a user's own URL
+    neither (no variable moves it)."""
+    mirrored = "mirror" in url
+    if mirrored:
+        monkeypatch.setenv("ELMO_TF_NLPL_BASE_URL", NLPL_MIRROR)
+        monkeypatch.setenv("ELMO_TF_MODEL_BASE_URL", MODEL_MIRROR)
+    advice, not_found = cache._advice(url, None), cache._advice(url, 404)
+    named = {v for v in ("ELMO_TF_NLPL_BASE_URL", "ELMO_TF_MODEL_BASE_URL") if v in advice}
+    assert named == ({variable} if variable else set())
+    if variable == "ELMO_TF_NLPL_BASE_URL":
+        assert "<release>/<id>.zip" in not_found
+    elif variable:
+        assert "AllenNLP's folder and file names" in not_found
+    else:
+        assert not_found == "the file is not at this address"
+
+
+def test_an_offline_nlpl_archive_cached_under_another_mirror_names_the_nlpl_variable(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("ELMO_TF_OFFLINE", "1")
+    cached = f"{NLPL_MIRROR}/11/144.zip"
+    path = cache_entries.entry_path(cached)
+    os.makedirs(os.path.dirname(path))
+    with open(path, "wb") as f:
+        f.write(b"PK")
+    cache_entries.write_record(cache_entries.Entry(path, cached, 2, "0" * 64))
+    with pytest.raises(cache.DownloadError) as error:
+        cache.check_offline("http://vectors.nlpl.eu/repository/11/144.zip", "the NLPL archive")
+    message = str(error.value)
+    assert f"the cache holds the same file for {cached}" in message
+    assert message.endswith("set ELMO_TF_NLPL_BASE_URL as it was set when it was downloaded")
+    assert "ELMO_TF_MODEL_BASE_URL" not in message
