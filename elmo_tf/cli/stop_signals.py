@@ -8,14 +8,20 @@ there can come out as a ``SystemError`` or ``TypeError``, or be swallowed outrig
 ``__del__``). So the handlers also record the signal: ``main`` reports whatever exception
 arrives after one as that signal's ending, and ``raise_if_received`` (called by ``Progress``
 at every update) ends a command whose exception was swallowed.
+
+Work that can stop cleanly (``elmo-tf train``: finish the step, save a checkpoint) runs inside
+``stop_at_a_safe_point``: there the first signal is only recorded (``requested``), the work
+ends itself at its next safe point, and a second signal ends the command at once.
 """
 
+import contextlib
 import signal
 
 STATUS = {signal.SIGTERM: 143, signal.SIGINT: 130}
 MESSAGE = {signal.SIGTERM: "terminated", signal.SIGINT: "interrupted"}
 
 _received = None
+_requested = None
 
 
 class Terminated(BaseException):
@@ -46,6 +52,38 @@ def signal_of(error):
     if isinstance(error, KeyboardInterrupt):
         return signal.SIGINT
     return None
+
+
+@contextlib.contextmanager
+def stop_at_a_safe_point():
+    """Within the block, the first SIGTERM or SIGINT is recorded and nothing is raised:
+    ``requested()`` tells the work, which stops at its next safe point; a second signal ends
+    the command at once, as outside the block. Only this module's handlers are replaced (a
+    signal the process ignores stays ignored); they are put back after the block."""
+    global _requested
+    _requested = None
+    replaced = {}
+    for signum in STATUS:
+        if signal.getsignal(signum) is _handle:
+            replaced[signum] = signal.signal(signum, _defer)
+    try:
+        yield
+    finally:
+        for signum, handler in replaced.items():
+            signal.signal(signum, handler)
+
+
+def requested():
+    """The signal that asked the work inside ``stop_at_a_safe_point`` to stop, or ``None``."""
+    return _requested
+
+
+def _defer(signum, frame):
+    global _requested
+    if _requested is None:
+        _requested = signal.Signals(signum)
+        return
+    _handle(signum, frame)
 
 
 def raise_if_received():

@@ -15,6 +15,10 @@ are named with the reason and moved, unchanged, to ``DIR/damaged/``. ``--devices
 on N GPUs (or N logical CPU devices) with ``MirroredStrategy``; ``--multi-worker`` on several
 machines (``TF_CONFIG``; see ``elmo_tf.training.distribution``).
 
+SIGTERM or Ctrl-C (a preemptible machine's notice, a scheduler's stop) lets the step in
+flight finish, writes a checkpoint of it, names it and exits with status 0; a second signal
+ends the command at once (status 143 or 130), losing the steps since the last checkpoint.
+
 This module parses the flags and prints; ``elmo_tf.training.plan`` checks them and reads the
 inputs, ``Trainer`` trains.
 """
@@ -26,6 +30,7 @@ import sys
 import time
 
 from elmo_tf import presets
+from elmo_tf.cli import stop_signals
 from elmo_tf.cli.common import check_input_name, check_output_directory
 from elmo_tf.cli.progress import Progress
 from elmo_tf.presets import published
@@ -210,7 +215,12 @@ def run(args):
         training_plan.total_steps, start, checkpoint_every=training_plan.options.checkpoint_every
     )
     try:
-        last = trainer.train(training_plan.total_steps, callback=progress.step)
+        # SIGTERM or Ctrl-C: the step in flight finishes and is saved (a second one ends at once)
+        with stop_signals.stop_at_a_safe_point():
+            last = trainer.train(
+                training_plan.total_steps, callback=progress.step,
+                should_stop=stop_signals.requested,
+            )  # fmt: skip
     except BaseException:
         progress.abort()
         raise
@@ -218,7 +228,13 @@ def run(args):
         trainer.close()
     progress.close()
     loss = "" if last is None else f", loss {last['loss']:.4f}"
-    print(f"step {int(trainer.step.numpy())}{loss}; {_saved(trainer, args)}", file=sys.stderr)
+    line = f"step {int(trainer.step.numpy())}{loss}; {_saved(trainer, args)}"
+    if last is not None and last["stopped"]:
+        line = (
+            f"stopped by {stop_signals.requested().name}: {line}; continue with elmo-tf train "
+            f"--checkpoint-dir {args.checkpoint_dir} --resume"
+        )
+    print(line, file=sys.stderr)
     return 0
 
 
@@ -259,8 +275,8 @@ class _TrainingProgress(Progress):
         self.clock = clock or time.monotonic
         super().__init__(total, unit="steps", stream=stream, initial=start)
         self.start = self.clock()
-        self.started_at = start
         self.logged = None  # when the last plain line was written
+        self.first = None  # (time, steps done) after the first step, where the rate starts
 
     def step(self, metrics):
         self.loss = metrics["loss"]
@@ -279,13 +295,19 @@ class _TrainingProgress(Progress):
         self.stream.flush()
 
     def _next_checkpoint(self, now):
-        """``; next checkpoint (step N) in about T`` at the step rate so far."""
+        """``; next checkpoint (step N) in about T`` at the step rate since the first step: the
+        first traces the training graph, which can take longer than a hundred steps, so a rate
+        counted from the start would promise hours for minutes. After the first step only the
+        step is named."""
         if not self.checkpoint_every:
             return ""
         step = min((self.done // self.checkpoint_every + 1) * self.checkpoint_every, self.total)
-        rate = (self.done - self.started_at) / max(now - self.start, 1e-9)  # steps per second
+        if self.first is None:
+            self.first = (now, self.done)
+        since, done_then = self.first
+        rate = (self.done - done_then) / max(now - since, 1e-9)  # steps per second
         if rate <= 0:
-            return ""
+            return f"; next checkpoint at step {step}"
         return f"; next checkpoint (step {step}) in about {_duration((step - self.done) / rate)}"
 
     def _postfix(self, now):

@@ -289,14 +289,16 @@ class Trainer:
 
     # ------------------------------------------------------------------ loop
 
-    def train(self, total_steps, callback=None):
+    def train(self, total_steps, callback=None, should_stop=None):
         """Trains until ``step == total_steps``, checkpointing every ``checkpoint_every``
-        steps and at the end.
+        steps and at the end; or until ``should_stop()`` (asked after every step) is true,
+        when the step just finished is checkpointed and training ends there.
 
         ``callback(metrics)`` is called after every step with a dict: ``step``, ``loss``,
         ``forward_loss``, ``backward_loss``, ``tokens`` (positions per direction in the
-        step), ``checkpoint`` (a path when one was written). Returns the last metrics (or
-        ``None`` when there was nothing to do).
+        step), ``checkpoint`` (a path when one was written), ``stopped`` (whether
+        ``should_stop`` ended training). Returns the last metrics (or ``None`` when there was
+        nothing to do).
         """
         options = self.options
         start = int(self.step.numpy())
@@ -327,6 +329,7 @@ class Trainer:
                 "gradient_norm": float(norm),
                 "tokens": tokens_per_step,
                 "checkpoint": None,
+                "stopped": False,
             }
             if self.writer is not None and (step % options.log_every == 0 or step == total_steps):
                 elapsed = max(time.monotonic() - interval_start, 1e-9)
@@ -343,11 +346,14 @@ class Trainer:
                         write_scalar(name, value, step)
                 self.writer.flush()
                 interval_start, interval_steps = time.monotonic(), 0
-            if step % options.checkpoint_every == 0 or step == total_steps:
+            metrics["stopped"] = should_stop is not None and bool(should_stop())
+            if metrics["stopped"] or step % options.checkpoint_every == 0 or step == total_steps:
                 self._keep_state(state)
                 metrics["checkpoint"] = self.save()
             if callback is not None:
                 callback(metrics)
+            if metrics["stopped"]:
+                break
         return metrics
 
     def _latest_step(self):

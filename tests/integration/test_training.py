@@ -285,6 +285,64 @@ def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(corpus_file, tm
         assert_reordered(two[name], one[name], err_msg=name)
 
 
+def _training_process(corpus_file, ckpt, log):
+    """``elmo-tf train`` of the tiny model, far from its end and from its next checkpoint,
+    once it has printed its first step (its stderr goes to ``log``)."""
+    command = [os.path.join(os.path.dirname(sys.executable), "elmo-tf"), "train"]
+    argv = [str(corpus_file), "--checkpoint-dir", str(ckpt), *ARCH, *FAST]
+    process = subprocess.Popen(
+        [*command, *argv, "--max-steps", "100000", "--checkpoint-every", "100000"],
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    deadline = time.monotonic() + 120
+    while "loss" not in log.read_text():
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    return process
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_a_stop_signal_saves_the_step_in_flight_and_exits_0(corpus_file, tmp_path, stop):
+    """A preemptible machine's notice (SIGTERM) or Ctrl-C: the step finishes, its checkpoint
+    is written and named, the command says how to continue and exits 0; --resume goes on from
+    that step."""
+    ckpt, log = tmp_path / "ckpt", tmp_path / "stderr.txt"
+    process = _training_process(corpus_file, ckpt, log)
+    try:
+        process.send_signal(stop)
+        assert process.wait(timeout=120) == 0, log.read_text()[-2000:]
+    finally:
+        process.kill()
+    last = log.read_text().strip().splitlines()[-1]
+    step = int(re.search(r"saved ckpt-(\d+) in ", last).group(1))
+    assert last.startswith(f"stopped by {stop.name}: step {step}, loss ")
+    assert last.endswith(f"continue with elmo-tf train --checkpoint-dir {ckpt} --resume")
+    assert step >= 1 and tf.train.latest_checkpoint(str(ckpt)).endswith(f"ckpt-{step}")
+    done = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "elmo-tf"), "train", "--checkpoint-dir",
+         str(ckpt), "--resume", "--max-steps", str(step + 2)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"resumed from step {step} of {ckpt} (ckpt-{step})" in done.stderr
+
+
+def test_a_second_stop_signal_ends_training_at_once(corpus_file, tmp_path):
+    ckpt, log = tmp_path / "ckpt", tmp_path / "stderr.txt"
+    process = _training_process(corpus_file, ckpt, log)
+    try:
+        process.send_signal(signal.SIGTERM)
+        process.send_signal(signal.SIGINT)
+        status = process.wait(timeout=120)
+    finally:
+        process.kill()
+    assert status in (130, 143), log.read_text()[-2000:]
+    assert "stopped by" not in log.read_text()
+    assert tf.train.latest_checkpoint(str(ckpt)) is None  # nothing was saved
+
+
 def test_sigkill_then_resume_loses_nothing_beyond_the_checkpoint(corpus_file, tmp_path):
     ckpt = tmp_path / "ckpt"
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}

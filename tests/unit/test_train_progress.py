@@ -34,19 +34,41 @@ def test_a_log_gets_a_line_after_the_first_step_then_every_minute_and_at_checkpo
         "1/3000", *(f"{n}/3000" for n in range(121, 1000, 120)), "1000/3000", "1120/3000",
     ]  # fmt: skip
     assert lines[0].startswith("1/3000 steps, 400 tokens/s, loss 4.9900, 0.5s")
-    assert lines[0].endswith("; next checkpoint (step 1000) in about 8m 20s")
+    assert lines[0].endswith("; next checkpoint at step 1000")  # no rate after one step
     assert lines[-2].endswith(", saved ckpt-1000")
+    assert lines[1].endswith("; next checkpoint (step 1000) in about 7m 20s")
     assert lines[-1].endswith("; next checkpoint (step 2000) in about 7m 20s")
+
+
+def test_the_estimate_leaves_out_the_first_step_which_traces_the_graph():
+    """The first step took 9 minutes (tracing); the others a tenth of a second each: the next
+    checkpoint is 90 s away, not hours."""
+    clock, log = _Clock(), io.StringIO()
+    progress = _TrainingProgress(5000, 0, checkpoint_every=1000, stream=log, clock=clock)
+    clock.now += 540.0
+    progress.step(_metrics(1))
+    for step in range(2, 102):
+        clock.now += 0.1
+        progress.step(_metrics(step))
+    clock.now += 60.0
+    progress.step(_metrics(102))
+    lines = log.getvalue().splitlines()
+    assert lines[0].endswith("; next checkpoint at step 1000")
+    # 101 steps in 70 s since the first: 898 more steps in about 10m 22s
+    assert lines[-1].startswith("102/5000 ") and lines[-1].endswith("in about 10m 22s")
 
 
 def test_a_resumed_run_counts_its_rate_from_where_it_resumed():
     clock, log = _Clock(), io.StringIO()
-    progress = _TrainingProgress(500, 400, checkpoint_every=1000, stream=log, clock=clock)
-    clock.now += 2.0
-    progress.step(_metrics(401))
-    (line,) = log.getvalue().splitlines()
-    # the next checkpoint is the end of the run; 99 steps at one step in 2 s
-    assert line.startswith("401/500 steps") and line.endswith("(step 500) in about 3m 18s")
+    progress = _TrainingProgress(500, 400, checkpoint_every=1000, stream=log, log_seconds=1,
+                                 clock=clock)  # fmt: skip
+    for step in (401, 402):
+        clock.now += 2.0
+        progress.step(_metrics(step))
+    lines = log.getvalue().splitlines()
+    # the next checkpoint is the end of the run; 98 steps at one step in 2 s
+    assert lines[0].startswith("401/500 steps") and lines[0].endswith("at step 500")
+    assert lines[1].startswith("402/500 steps") and lines[1].endswith("(step 500) in about 3m 16s")
 
 
 def test_durations_read_as_a_person_reads_them():
