@@ -107,7 +107,8 @@ def is_concrete(x):
 
 # ---------------------------------------------------------------- PyTorch module conventions
 # On PyTorch a Keras layer is a ``torch.nn.Module``; these keep the model's behaviour what a
-# PyTorch user expects of one (STYLE.md rule 14).
+# PyTorch user expects of one: train()/eval() drive dropout, requires_grad decides what trains,
+# state_dict() keys are stable names.
 
 
 def settle_module(model):

@@ -62,7 +62,13 @@ def run(args):
             config, arrays = conversion.convert(folder)
             weight_file.write_arrays(arrays, weights)
             config.save(options)
-            what = f"ELMoForManyLangs model ({folder.config_source})"
+            # the folder may be a temporary one (an archive's): named as the user named it
+            config_name = (
+                "EFML's standard one"
+                if folder.config_source == "standard"
+                else os.path.relpath(folder.config_source, files.folder)
+            )
+            what = f"ELMoForManyLangs model {args.source} (model config: {config_name})"
         else:
             config = ElmoConfig.from_file(files.options)
             weight_file.check_file(config, files.weights)
@@ -70,7 +76,7 @@ def run(args):
             config.save(options)
             if files.vocab is not None and files.vocab.endswith("vocab.txt"):
                 _copy(files.vocab, os.path.join(args.outdir, "vocab.txt"))
-            what = "bilm-tf model"
+            what = f"bilm-tf model {args.source}"
     print(
         f"{args.outdir}: options.json, weights.hdf5 of the {what}, {config.describe()}",
         file=sys.stderr,

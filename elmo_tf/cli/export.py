@@ -139,7 +139,8 @@ def _add_onnx_parser(formats):
         description=(
             f"Write the model as an ONNX file (opset {OPSET}, built-in operators only) that ONNX "
             "Runtime, Triton or any ONNX runtime runs without TensorFlow, taking character ids "
-            "[batch, time, 50] (elmo_tf.batch_to_ids), both axes dynamic; written under a "
+            "[batch, time, 50] (elmo_tf.batch_to_ids; an ELMoForManyLangs model's rows are "
+            "its own, 51 wide with its word id), both axes dynamic; written under a "
             "temporary name and renamed into place."
         ),
     )
@@ -260,7 +261,7 @@ def run_onnx(args):
     how = ", int8 weights" if args.precision == "int8" else ""
     print(
         f"[2/2] converting to ONNX (opset {OPSET}, built-in operators only{how}, char_ids "
-        "[batch, time, 50])",
+        f"[batch, time, {model.config.id_width}])",
         file=sys.stderr,
         flush=True,
     )

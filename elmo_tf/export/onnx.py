@@ -273,10 +273,9 @@ def options_metadata(path, key=OPTIONS_KEY, limit=MAX_OPTIONS_BYTES):
     ``path``'s ``metadata_props``, in file order; ``ModelFileError`` naming ``path`` if its top
     level is not a protobuf message this reader can walk.
 
-    The smallest guard of our own (STYLE rule 13, where a public API cannot hold a rule):
-    ONNX Runtime's metadata map keeps one value per key, so a second entry would go unseen,
-    and ``onnx.load`` would read the whole file (every weight) into memory, and is not part of
-    what running an export needs. This walks the
+    Our own reader, because no public API holds the rule: ONNX Runtime's metadata map keeps one
+    value per key, so a second entry would go unseen, and ``onnx.load`` would parse the whole
+    file (every weight) a second time, beside the session that already holds them. This walks the
     ``ModelProto``'s top-level fields by protobuf's wire format, skipping each field it does
     not need (the graph) by its length, and reads the entries of ``metadata_props``
     (field 14: ``key`` 1, ``value`` 2; the last of a repeated field wins, as protobuf reads).

@@ -664,7 +664,7 @@ def test_int8_fidelity_of_the_bundled_model(tmp_path_factory, tmp_path):
 
 
 @pytest.mark.numerics
-def test_an_elmoformanylangs_model_runs_from_its_file_with_efmls_numbers(tmp_path):
+def test_an_elmoformanylangs_model_runs_from_its_file_with_efmls_numbers(tmp_path, capsys):
     """The file carries the model's tables (``elmo_tf.vocabulary`` metadata): ``OnnxModel``
     and ``embed --onnx`` map tokens with them on the host, 51 ids a token (the word id
     last), and give EFML's numbers; damaged tables are refused in one line."""
@@ -675,6 +675,7 @@ def test_an_elmoformanylangs_model_runs_from_its_file_with_efmls_numbers(tmp_pat
     model = elmo_tf.ELMo.from_preset(str(EFML_TINY))
     path = tmp_path / "efml.onnx"
     assert main(["export", "onnx", str(path), "--model", str(EFML_TINY)]) == 0
+    assert "char_ids [batch, time, 51])" in capsys.readouterr().err  # the model's own width
     onnx_file = OnnxModel(path)
     sentences, golden = efml_golden()
     outputs = onnx_file.embed(sentences)

@@ -2,9 +2,19 @@
 model saved by EFML 0.0.4.post2 and its outputs, golden.npz): every layer and the average, the
 weight-file and .keras round trips, ElmoLayer, and `elmo-tf convert` / `embed` in process."""
 
+import os
+import re
+
 import numpy as np
 import pytest
-from support.foreign_models import EFML_TINY, TOLERANCE, efml_golden, stacked_layers
+from support.foreign_models import (
+    EFML_TINY,
+    TOLERANCE,
+    efml_golden,
+    efml_members,
+    stacked_layers,
+    zip_bytes,
+)
 
 from elmo_tf.efml import conversion, model_folder
 
@@ -97,6 +107,23 @@ def test_convert_writes_a_directory_that_loads_with_efmls_numbers(tmp_path, caps
     assert main(["convert", str(EFML_TINY), str(out)]) == 1
     assert "already holds options.json, weights.hdf5" in capsys.readouterr().err
     assert main(["convert", str(EFML_TINY), str(out), "--overwrite"]) == 0
+
+
+def test_convert_of_an_archive_names_only_what_is_left_afterwards(tmp_path, capsys):
+    """The archive is unpacked into a temporary folder for the conversion: the message names
+    the archive and the model config inside it, not that folder."""
+    from elmo_tf.cli.main import main
+
+    archive = tmp_path / "144.zip"
+    archive.write_bytes(zip_bytes(efml_members()))
+    assert main(["convert", str(archive), str(tmp_path / "out")]) == 0
+    message = capsys.readouterr().err.strip()
+    assert message.startswith(
+        f"{tmp_path / 'out'}: options.json, weights.hdf5 of the ELMoForManyLangs model "
+        f"{archive} (model config: "
+    )
+    paths = re.findall(r"(/[^\s,():]+)", message)
+    assert paths and all(os.path.exists(p) for p in paths), paths
 
 
 def test_embed_an_efml_folder_to_hdf5_gives_efmls_layers(tmp_path):
