@@ -101,7 +101,20 @@ def did_you_mean(word, known):
 # message stays one short line whatever they hold.
 SHOWN_CHARS = 100
 
-_abbreviated = reprlib.Repr()
+
+class _Abbreviated(reprlib.Repr):
+    """``reprlib.Repr`` that also abbreviates subclasses of the built-in containers (an
+    ``OrderedDict``, a pickle's stand-in): ``reprlib`` picks its method by the exact type's
+    name and would format those whole with their own ``repr``."""
+
+    def repr1(self, x, level):
+        for base in (dict, list, tuple, set, frozenset):
+            if isinstance(x, base) and type(x) is not base:
+                return getattr(self, f"repr_{base.__name__}")(x, level)
+        return super().repr1(x, level)
+
+
+_abbreviated = _Abbreviated()
 _abbreviated.maxlist = _abbreviated.maxtuple = _abbreviated.maxdict = _abbreviated.maxset = 8
 _abbreviated.maxstring = _abbreviated.maxother = _abbreviated.maxlong = 40
 _abbreviated.maxlevel = 3  # a deeply nested list is "[[[...]]]", not a deep recursion
@@ -113,8 +126,8 @@ def shown(value, limit=SHOWN_CHARS, quote=True):
     A string as ``repr`` writes it (``quote=False``: its bare text, unprintable characters
     escaped as ``repr`` escapes them), its first ``limit`` characters followed by ``... (N
     characters)`` when it is longer. Any other value as ``repr`` writes it, with lists, dicts
-    and long numbers abbreviated (``reprlib``: 8 items, 3 levels), cut at ``limit``
-    characters."""
+    (and their subclasses) and long numbers abbreviated (``reprlib``: 8 items, 3 levels), cut at
+    ``limit`` characters."""
     if isinstance(value, str) or not quote:
         try:
             text = str(value)

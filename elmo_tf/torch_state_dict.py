@@ -150,6 +150,18 @@ def _rebuild_parameter(data, requires_grad=False, backward_hooks=None, *rest):
     return data
 
 
+# The names messages give the stand-ins: what the file refers to.
+_PUBLIC_NAMES = {
+    _StateDict: "OrderedDict",
+    _TensorRef: "tensor",
+    _Storage: "storage",
+    _StorageType: "storage type",
+    _Function: "rebuild function",
+}
+# Python's own messages name the class of a method they call ("OrderedDict.__setstate__()
+# missing 1 required positional argument"): the file's name, not ours.
+_StateDict.__qualname__ = _StateDict.__name__ = "OrderedDict"
+
 # (module, name) -> the stand-in returned for it: the only names a file may refer to.
 _ALLOWED = {
     ("collections", "OrderedDict"): _StateDict,
@@ -167,11 +179,11 @@ class _Unpickler(pickle.Unpickler):
     reference has the zip layout's 5 fields (else the legacy 6, with no view metadata).
     """
 
-    def __init__(self, file, storages=None, zip_layout=False, max_numel=0):
+    def __init__(self, file, storages=None, zip_layout=False, max_bytes=0):
         super().__init__(file)
         self.storages = storages
         self.zip_layout = zip_layout
-        self.max_numel = max_numel
+        self.max_bytes = max_bytes
 
     def find_class(self, module, name):
         # Every route to a callable (GLOBAL, STACK_GLOBAL, EXT codes) comes here.
@@ -197,7 +209,7 @@ class _Unpickler(pickle.Unpickler):
             raise _Refused("holds a storage of no known type")
         if not isinstance(key, str) or len(key) > 256:
             raise _Refused(f"holds a storage key that is not a short string ({_printable(key)})")
-        if type(numel) is not int or not 0 <= numel <= self.max_numel:
+        if type(numel) is not int or not 0 <= numel * storage_type.dtype.itemsize <= self.max_bytes:
             raise _Refused(
                 f"holds storage {_printable(key)} of {_printable(numel)} elements, more than "
                 "the file's size allows"
@@ -210,14 +222,34 @@ class _Unpickler(pickle.Unpickler):
         return storage
 
 
+def _type_name(value):
+    """The name of ``value``'s type as the file names it (a stand-in's is PyTorch's)."""
+    return _PUBLIC_NAMES.get(type(value), type(value).__name__)
+
+
 def _printable(value):
-    return checks.shown(value, 60)
+    """A pickle-built value as a message shows it: a string, bytes or a number (cut), any other
+    value by its type alone. A pickle's containers may share their children through the memo,
+    so formatting one whole can take time and memory exponential in the file's size."""
+    if value is None or isinstance(value, str | bytes | bool | float):
+        return checks.shown(value, 60)
+    if isinstance(value, int):
+        return checks.shown(value, 60) if value.bit_length() <= 64 else "a very large integer"
+    name = _type_name(value)
+    article = "an" if name[0].lower() in "aeiou" else "a"
+    if isinstance(value, tuple | list | dict):
+        return f"{article} {name} of {len(value)} items"
+    return f"{article} {name}"
 
 
-def read_state_dict(path, max_bytes=MAX_FILE_BYTES):
+def read_state_dict(path, max_bytes=MAX_FILE_BYTES, check=None):
     """``{name: numpy array}`` of the state_dict file ``path`` (either layout), in the file's
     order; ``ForeignModelError`` naming the file for anything else (a file that is no
-    state_dict, one that refers to code, sizes that disagree with the file's length)."""
+    state_dict, one that refers to code, sizes that disagree with the file's length).
+
+    ``check(tensors)``, where the caller knows what the file must hold, is called with
+    ``{name: (shape, dtype)}`` once the pickle is read and before any tensor's values are: it
+    raises for tensors missing, extra or of the wrong shape, so that none is allocated."""
     path = os.fspath(path)
     untrusted_files.check_readable(path, _WHAT, ForeignModelError)
     with open(path, "rb") as f:
@@ -226,22 +258,34 @@ def read_state_dict(path, max_bytes=MAX_FILE_BYTES):
             raise ForeignModelError(
                 f"{path}: {size:,} bytes, more than the {max_bytes:,} a {_WHAT} may have"
             )
-        return _read(f, size, path)
+        return _read(f, size, path, check)
 
 
-def parse_state_dict(data, source="state_dict"):
+def parse_state_dict(data, source="state_dict", check=None):
     """``read_state_dict`` of ``data`` (bytes); errors name ``source``. The fuzz target."""
-    return _read(io.BytesIO(bytes(data)), len(data), source)
+    return _read(io.BytesIO(bytes(data)), len(data), source, check)
 
 
-def _read(f, size, source):
+def _read(f, size, source, check=None):
     head = f.read(4)
     f.seek(0)
+
+    def described(obj):  # the tensors as the pickle describes them, before any value is read
+        tensors = _tensors(obj)
+        if check is not None:
+            check(
+                {
+                    name: (ref.size, _widened_dtype(ref.storage.dtype))
+                    for name, ref in tensors.items()
+                }
+            )
+        return tensors
+
     try:
         if head == b"PK\x03\x04":
-            tensors, storages = _read_zip(f, size, source)
+            tensors, storages = _read_zip(f, size, described)
         else:
-            tensors, storages = _read_legacy(f, size)
+            tensors, storages = _read_legacy(f, size, described)
         return _materialize(tensors, storages)
     except ForeignModelError:
         raise
@@ -262,18 +306,36 @@ def _read(f, size, source):
 _REFUSED_OPCODES = ("BYTEARRAY8", "NEXT_BUFFER", "READONLY_BUFFER")
 
 
-def _load(f, storages=None, zip_layout=False, max_numel=0):
+# The opcodes that store the value on top of the stack in the memo: PUT at the index given,
+# MEMOIZE at the memo's length.
+_MEMO_PUTS = ("PUT", "BINPUT", "LONG_BINPUT")
+_MEMOIZE = "MEMOIZE"
+
+
+def _load(f, storages=None, zip_layout=False, max_bytes=0):
     """One pickle from ``f``: its opcodes looked at first (``pickletools.genops``, which only
-    reads), then unpickled from the same place by the restricted unpickler."""
+    reads), then unpickled from the same place by the restricted unpickler.
+
+    A writer numbers the memo as it fills it (``pickle`` puts the n-th value at index n), so
+    an index beyond the values stored so far is refused before unpickling: CPython's
+    unpickler grows its memo table to twice the largest index, zero-filled (4 GB for a
+    10-byte pickle naming index 0x0FFFFFFF)."""
     start = f.tell()
-    for opcode, _, _ in pickletools.genops(f):
+    stored = 0
+    for opcode, argument, _ in pickletools.genops(f):
         if opcode.name in _REFUSED_OPCODES:
             raise _Refused(f"uses the pickle opcode {opcode.name}, which a state_dict never holds")
+        if opcode.name in _MEMO_PUTS and not 0 <= argument <= stored:
+            raise _Refused(
+                f"stores a value at memo index {argument:,} after {stored:,} values (a writer "
+                "numbers them in order)"
+            )
+        stored += opcode.name in _MEMO_PUTS or opcode.name == _MEMOIZE
     f.seek(start)
-    return _Unpickler(f, storages, zip_layout, max_numel).load()
+    return _Unpickler(f, storages, zip_layout, max_bytes).load()
 
 
-def _read_legacy(f, size):
+def _read_legacy(f, size, described):
     magic = _load(f)
     if type(magic) is not int or magic != MAGIC_NUMBER:
         raise _Refused("does not start with PyTorch's magic number")
@@ -284,7 +346,7 @@ def _read_legacy(f, size):
     if not isinstance(sys_info, dict) or sys_info.get("little_endian") is not True:
         raise _Refused("was written on a big-endian machine, or says nothing of its byte order")
     storages = {}
-    obj = _load(f, storages, max_numel=size)
+    obj = described(_load(f, storages, max_bytes=size))
     keys = _load(f)
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
         raise _Refused("has no list of storage keys after its object")
@@ -310,8 +372,10 @@ def _read_legacy(f, size):
     return obj, storages
 
 
-def _read_zip(f, size, source):
-    """The zip layout: one top-level folder holding ``data.pkl`` and ``data/<key>``."""
+def _read_zip(f, size, described):
+    """The zip layout: one top-level folder holding ``data.pkl`` and ``data/<key>``, each
+    storage stored as it is (``torch.save`` compresses none): what the storages hold together
+    is bounded by the file's size before any is read."""
     with zipfile.ZipFile(f) as archive:
         infos = archive.infolist()
         names = [info.filename for info in infos]
@@ -329,18 +393,26 @@ def _read_zip(f, size, source):
                 raise _Refused("(a zip) was written on a big-endian machine")
         storages = {}
         pickled = _member(archive, members["data.pkl"], size)
-        obj = _load(io.BytesIO(pickled), storages, zip_layout=True, max_numel=size)
+        obj = described(_load(io.BytesIO(pickled), storages, zip_layout=True, max_bytes=size))
+        total = 0
         for key, storage in storages.items():
+            shown = f"data/{checks.shown(key, 60, quote=False)}"
             info = members.get(f"data/{key}")
             if info is None:
-                raise _Refused(f"(a zip) has no data/{checks.shown(key, 60, quote=False)}")
+                raise _Refused(f"(a zip) has no {shown}")
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise _Refused(f"(a zip) has {shown} compressed; torch.save stores storages as is")
             nbytes = storage.numel * storage.dtype.itemsize
             if info.file_size != nbytes:
-                raise _Refused(
-                    f"(a zip) has data/{checks.shown(key, 60, quote=False)} of {info.file_size} "
-                    f"bytes, expected {nbytes}"
-                )
-            storage.values = np.frombuffer(_member(archive, info, nbytes), storage.dtype)
+                raise _Refused(f"(a zip) has {shown} of {info.file_size} bytes, expected {nbytes}")
+            total += nbytes
+        if total > size:
+            raise _Refused(
+                f"(a zip) has storages of {total:,} bytes in all, more than its {size:,} bytes"
+            )
+        for key, storage in storages.items():
+            info = members[f"data/{key}"]
+            storage.values = np.frombuffer(_member(archive, info, info.file_size), storage.dtype)
     return obj, storages
 
 
@@ -356,17 +428,34 @@ def _member(archive, info, max_bytes):
     return data
 
 
-def _materialize(obj, storages):
-    """The ``{name: array}`` of the unpickled object, each tensor a copy of its view."""
+def _tensors(obj):
+    """The ``{name: _TensorRef}`` of the unpickled object, each reference's size and stride
+    checked as numbers (no value is read)."""
     if not isinstance(obj, dict):
-        raise _Refused(f"holds a {type(obj).__name__}, not a state_dict")
-    budget = MAX_VIEW_FACTOR * sum(s.numel for s in storages.values()) + 1
-    result = collections.OrderedDict()
+        raise _Refused(f"holds a {_type_name(obj)}, not a state_dict")
     for name, ref in obj.items():
         if not isinstance(name, str):
             raise _Refused(f"has an entry named {_printable(name)}, not a string")
         if not isinstance(ref, _TensorRef):
-            raise _Refused(f"holds {type(ref).__name__} under {_printable(name)}, not a tensor")
+            raise _Refused(f"holds {_type_name(ref)} under {_printable(name)}, not a tensor")
+        shown, size, stride = _printable(name), ref.size, ref.stride
+        if not (isinstance(size, tuple | list) and isinstance(stride, tuple | list)):
+            raise _Refused(f"describes tensor {shown} with a size or stride that is not a tuple")
+        if len(size) != len(stride) or len(size) > MAX_TENSOR_RANK:
+            raise _Refused(
+                f"describes tensor {shown} with {len(size)} sizes and {len(stride)} strides"
+            )
+        if not all(type(v) is int and v >= 0 for v in (ref.offset, *size, *stride)):
+            raise _Refused(f"describes tensor {shown} with a negative or non-integer size")
+        ref.size, ref.stride = tuple(size), tuple(stride)
+    return obj
+
+
+def _materialize(tensors, storages):
+    """The ``{name: array}`` of the tensors, each a copy of its view."""
+    budget = MAX_VIEW_FACTOR * sum(s.numel for s in storages.values()) + 1
+    result = collections.OrderedDict()
+    for name, ref in tensors.items():
         array = _view(ref, name)
         budget -= array.size
         if budget < 0:
@@ -377,27 +466,26 @@ def _materialize(obj, storages):
 
 def _view(ref, name):
     storage, offset, size, stride = ref.storage, ref.offset, ref.size, ref.stride
-    shown = _printable(name)
-    if not (isinstance(size, tuple | list) and isinstance(stride, tuple | list)):
-        raise _Refused(f"describes tensor {shown} with a size or stride that is not a tuple")
-    size, stride = tuple(size), tuple(stride)
-    numbers = (offset, *size, *stride)
-    if not all(type(v) is int and v >= 0 for v in numbers):
-        raise _Refused(f"describes tensor {shown} with a negative or non-integer size")
-    if len(size) != len(stride) or len(size) > MAX_TENSOR_RANK:
-        raise _Refused(f"describes tensor {shown} with size {size} and stride {stride}")
     count = math.prod(size)
     if count == 0:
         return np.zeros(size, storage.dtype)
     last = offset + sum((n - 1) * s for n, s in zip(size, stride))
     if last >= storage.numel or count > storage.numel:
         raise _Refused(
-            f"describes tensor {shown} {size} beyond its storage of {storage.numel} elements"
+            f"describes tensor {_printable(name)} {size} beyond its storage of "
+            f"{storage.numel} elements"
         )
     itemsize = storage.dtype.itemsize
     return np.lib.stride_tricks.as_strided(
         storage.values[offset:], shape=size, strides=[s * itemsize for s in stride]
     )
+
+
+def _widened_dtype(dtype):
+    """The dtype of the arrays read from a storage of ``dtype``: ``_widened``'s."""
+    if dtype == _DTYPES["BFloat16Storage"]:
+        return np.dtype(np.float32)
+    return dtype.newbyteorder("=")
 
 
 def _widened(array, storage):

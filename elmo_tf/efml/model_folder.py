@@ -19,11 +19,14 @@ A folder (what the NLPL repository's release-11 archives unpack to) holds:
 
 ``read_folder`` checks every size against every other before anything is converted (each
 table's rows against its dictionary, each convolution, highway and projection against the
-config, the projection's input against ``word_dim + sum(filters)``, each LSTM matrix), each
-problem one ``ForeignModelError`` line naming the file.
+config, the projection's input against ``word_dim + sum(filters)``, each LSTM matrix): the
+config and the dictionaries are read first, and each state_dict's tensors are checked against
+the shapes they give before any tensor's values are read. Each problem is one
+``ForeignModelError`` line naming the file.
 """
 
 import dataclasses
+import functools
 import os
 
 from elmo_tf import checks, files, untrusted_files
@@ -118,12 +121,17 @@ def read_folder(folder):
     if config.word_dim:
         word_lexicon = dictionaries.read_dictionary(_inside(folder, WORD_DIC))
         _require(word_lexicon, WORD_REQUIRED_TOKENS, os.path.join(folder, WORD_DIC))
-    token_embedder = read_state_dict(_inside(folder, TOKEN_EMBEDDER))
-    encoder = read_state_dict(_inside(folder, ENCODER))
-    model = ModelFolder(folder, config, source, char_lexicon, word_lexicon, token_embedder,
-                        encoder)  # fmt: skip
-    check_shapes(model)
-    return model
+    _check_ids(folder, char_lexicon, word_lexicon)
+    n_words = len(word_lexicon) if word_lexicon else 0
+    expected = expected_shapes(config, len(char_lexicon), n_words)
+    where = f"the model config ({source})"
+    state_dicts = []
+    for file, shapes in zip((TOKEN_EMBEDDER, ENCODER), expected):
+        path = _inside(folder, file)
+        # every tensor's shape checked before any value is read
+        check = functools.partial(check_tensors, path, shapes, where)
+        state_dicts.append(read_state_dict(path, check=check))
+    return ModelFolder(folder, config, source, char_lexicon, word_lexicon, *state_dicts)
 
 
 def _inside(folder, name):
@@ -302,35 +310,31 @@ def expected_shapes(config, n_chars, n_words):
     return embedder, encoder
 
 
-def check_shapes(model):
-    """``ForeignModelError`` naming the file for the first size that disagrees: a tensor
-    missing, extra or of another shape or dtype than the config and dictionaries give it
-    (the tables' rows are the dictionaries' entries, whose ids must then be ``0..n-1``)."""
-    config = model.config
-    n_words = len(model.word_lexicon) if model.word_lexicon else 0
-    embedder, encoder = expected_shapes(config, len(model.char_lexicon), n_words)
-    for file, found, expected in (
-        (TOKEN_EMBEDDER, model.token_embedder, embedder),
-        (ENCODER, model.encoder, encoder),
-    ):
-        path = os.path.join(model.folder, file)
-        where = f"the model config ({model.config_source})"
-        if missing := [k for k in expected if k not in found]:
-            raise ForeignModelError(f"{path}: lacks {missing[0]} (the model config names it)")
-        if extra := [k for k in found if k not in expected]:
-            raise ForeignModelError(f"{path}: holds {extra[0]}, which {where} has no place for")
-        for name, shape in expected.items():
-            array = found[name]
-            if array.shape != shape:
-                raise ForeignModelError(
-                    f"{path}: {name} has shape {array.shape}, expected {shape} for {where} and "
-                    "the dictionaries"
-                )
-            if array.dtype.kind != "f":
-                raise ForeignModelError(f"{path}: {name} holds {array.dtype}, not floats")
-    for dic, lexicon in ((CHAR_DIC, model.char_lexicon), (WORD_DIC, model.word_lexicon)):
+def check_tensors(path, expected, where, found):
+    """``ForeignModelError`` naming the state_dict file ``path`` for the first tensor of
+    ``found`` (``{name: (shape, dtype)}``) that is missing, extra or of another shape or dtype
+    than ``expected`` (``{name: shape}``) gives it; ``where`` names what gave the shapes."""
+    if missing := [k for k in expected if k not in found]:
+        raise ForeignModelError(f"{path}: lacks {missing[0]} (the model config names it)")
+    if extra := [k for k in found if k not in expected]:
+        raise ForeignModelError(f"{path}: holds {extra[0]}, which {where} has no place for")
+    for name, shape in expected.items():
+        found_shape, dtype = found[name]
+        if tuple(found_shape) != shape:
+            raise ForeignModelError(
+                f"{path}: {name} has shape {tuple(found_shape)}, expected {shape} for {where} "
+                "and the dictionaries"
+            )
+        if dtype.kind != "f":
+            raise ForeignModelError(f"{path}: {name} holds {dtype}, not floats")
+
+
+def _check_ids(folder, char_lexicon, word_lexicon):
+    """``ForeignModelError`` for a dictionary whose ids do not number its entries ``0..n-1``:
+    the tables have a row per entry."""
+    for dic, lexicon in ((CHAR_DIC, char_lexicon), (WORD_DIC, word_lexicon)):
         if lexicon and max(lexicon.values()) >= len(lexicon):
             raise ForeignModelError(
-                f"{os.path.join(model.folder, dic)}: ids run to {max(lexicon.values())} for "
+                f"{os.path.join(folder, dic)}: ids run to {max(lexicon.values())} for "
                 f"{len(lexicon)} entries; the table has a row per entry"
             )

@@ -40,10 +40,12 @@ class Storage:
 
 
 class Tensor:
-    """A view of ``storage``: ``offset`` and ``stride`` in elements, as PyTorch's."""
+    """A view of ``storage``: ``offset`` and ``stride`` in elements, as PyTorch's;
+    ``backward_hooks`` (``{id: hook}``) as a tensor that had hooks registered pickles them."""
 
-    def __init__(self, storage, offset, size, stride):
+    def __init__(self, storage, offset, size, stride, backward_hooks=None):
         self.storage, self.offset, self.size, self.stride = storage, offset, size, stride
+        self.backward_hooks = backward_hooks or {}
 
 
 def _rebuild_tensor_v2(*args):  # written by name only, never called
@@ -103,7 +105,7 @@ def _main_pickle(tensors, zip_layout, metadata):
             def reducer_override(self, obj):
                 if isinstance(obj, Tensor):
                     args = (obj.storage, obj.offset, tuple(obj.size), tuple(obj.stride), False,
-                            collections.OrderedDict())  # fmt: skip
+                            collections.OrderedDict(obj.backward_hooks))  # fmt: skip
                     return _rebuild_tensor_v2, args
                 return NotImplemented
 
@@ -139,16 +141,19 @@ def legacy_with_main(main):
     return b"".join(head) + main + pickle.dumps([], 2)
 
 
-def zip_bytes(tensors, folder="archive"):
-    """The zip layout of ``tensors``, as PyTorch >= 1.6 writes it (members stored)."""
+def zip_bytes(tensors, folder="archive", byteorder="little", compression=zipfile.ZIP_STORED):
+    """The zip layout of ``tensors``, as PyTorch >= 1.6 writes it (members stored; a
+    ``byteorder`` of ``"big"`` writes the storages big-endian, as on such a machine;
+    ``compression`` compresses the storages, which PyTorch never does)."""
     main, storages = _main_pickle(_as_tensors(tensors), True, True)
+    order = "<" if byteorder == "little" else ">"
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as archive:
         archive.writestr(f"{folder}/data.pkl", main)
-        archive.writestr(f"{folder}/byteorder", "little")
+        archive.writestr(f"{folder}/byteorder", byteorder)
         for key, storage in sorted(storages.items()):
-            values = storage.values.astype(storage.values.dtype.newbyteorder("<"))
-            archive.writestr(f"{folder}/data/{key}", values.tobytes())
+            values = storage.values.astype(storage.values.dtype.newbyteorder(order))
+            archive.writestr(f"{folder}/data/{key}", values.tobytes(), compress_type=compression)
         archive.writestr(f"{folder}/version", "3\n")
     return out.getvalue()
 

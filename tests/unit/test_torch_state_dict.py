@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import torch_pickles
 from support.foreign_models import EFML_TINY
+from support.memory import peak_bytes
 
 from elmo_tf import torch_state_dict
 from elmo_tf.errors import ForeignModelError
@@ -259,3 +260,121 @@ def test_a_zip_storage_of_the_wrong_size_is_refused():
             target.writestr(name, data + b"\x00" * 4 if "/data/" in name else data)
     with pytest.raises(ForeignModelError, match=r"has data/1000 of 16 bytes, expected 12"):
         parse_state_dict(out.getvalue())
+
+
+# The memory a refused file may cost: a small multiple of its size, plus what reading any file
+# costs (the unpickler's tables, zipfile's buffers).
+MEMORY_FACTOR, MEMORY_BASE = 16, 1 << 20
+
+
+def _refused_within_memory(data, message):
+    outcome, peak = peak_bytes(parse_state_dict, data)
+    assert isinstance(outcome, ForeignModelError), outcome
+    assert message in str(outcome)
+    assert peak <= MEMORY_FACTOR * len(data) + MEMORY_BASE, f"{peak:,} bytes for {len(data):,}"
+
+
+@pytest.mark.parametrize("index", [0x00FFFFFF, 0xFFFFFFFF])
+def test_a_memo_index_no_writer_uses_is_refused_before_the_memo_grows(index):
+    """CPython's unpickler grows its memo to twice the largest index it is given, zero-filled:
+    a 10-byte pickle naming index 0x0FFFFFFF would cost 4 GB."""
+    data = b"\x80\x02}r" + index.to_bytes(4, "little") + b"."  # {} put at the index
+    _refused_within_memory(data, f"stores a value at memo index {index:,} after 0 values")
+
+
+def test_memo_indices_in_the_order_a_writer_numbers_them_read():
+    """Each PUT may name the next index or an earlier one; one past the next is refused."""
+    magic = pickle.dumps(torch_pickles.MAGIC_NUMBER, 2)  # no PUT: an int
+    assert parse_state_dict(_legacy())["w"].shape == (2, 3)  # pickle's own numbering
+    with pytest.raises(ForeignModelError, match="memo index 2 after 1 values"):
+        parse_state_dict(magic + b"\x80\x02]q\x00]q\x02.")  # [] at 0, then [] at 2
+
+
+def test_values_that_share_their_parts_are_never_formatted_whole():
+    """Nested OrderedDicts sharing their children through the memo: each level doubles what a
+    full repr() writes (depth 20: a million leaves) in a pickle of a few hundred bytes."""
+    value = collections.OrderedDict()
+    for _ in range(20):
+        value = collections.OrderedDict([("a", value), ("b", value)])
+    data = pickle.dumps(torch_pickles.MAGIC_NUMBER, 2) + pickle.dumps(value, 2)
+    _refused_within_memory(data, "has protocol version an OrderedDict of 2 items, not 1001")
+    main = pickle.dumps(collections.OrderedDict([("w", value)]), 2)
+    _refused_within_memory(torch_pickles.legacy_with_main(main), "holds OrderedDict under 'w'")
+
+
+def test_a_compressed_storage_is_refused_before_it_is_expanded():
+    """torch.save stores its storages as they are; deflated zeros expand about a hundred times
+    here (3,000 storages of 40 KB, 120 MB in all, in a file of about 1 MB), though each storage
+    alone is smaller than the file."""
+    zeros = {f"w{i}": np.zeros(10_000, np.float32) for i in range(3000)}
+    data = torch_pickles.zip_bytes(zeros, compression=zipfile.ZIP_DEFLATED)
+    assert 40_000 < len(data) < 2_000_000
+    _refused_within_memory(data, "has data/1000 compressed; torch.save stores storages as is")
+
+
+def _zip_with_counts(count):
+    """A zip-layout file of two tensors of ``count`` floats each, its directory declaring the
+    storages' sizes to match, though each member holds 300 floats."""
+    ones = {"a": np.ones(300, np.float32), "b": np.ones(300, np.float32)}
+    source = zipfile.ZipFile(io.BytesIO(torch_pickles.zip_bytes(ones)))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            member = source.read(name)
+            if name.endswith("data.pkl"):  # 300 is BININT2 (M, 2 bytes): counts and sizes
+                member = member.replace(b"M\x2c\x01", b"M" + count.to_bytes(2, "little"))
+            target.writestr(name, member)
+    data = out.getvalue()
+    for key in ("1000", "1001"):
+        data = _with_declared_size(data, f"archive/data/{key}", 4 * count)
+    return data
+
+
+def test_storages_larger_than_the_file_together_are_refused_before_they_are_read():
+    """The zip's directory declares two stored storages, each smaller than the file and
+    larger together (the pickle's element counts to match): refused before either is read."""
+    count = len(_zip_with_counts(300)) * 6 // 40  # floats: each storage 0.6 times the file
+    data = _zip_with_counts(count)
+    assert 4 * count < len(data) < 8 * count
+    _refused_within_memory(data, f"has storages of {8 * count:,} bytes in all, more than its")
+
+
+def _with_declared_size(data, name, size):
+    """``data`` (a zip) with its central directory's sizes of member ``name`` set to ``size``."""
+    data = bytearray(data)
+    offset = data.index(b"PK\x01\x02")
+    while data[offset + 46 : offset + 46 + len(name)] != name.encode():
+        offset = data.index(b"PK\x01\x02", offset + 4)
+    data[offset + 20 : offset + 28] = size.to_bytes(4, "little") * 2  # compressed, uncompressed
+    return bytes(data)
+
+
+def test_a_big_endian_zip_layout_is_refused_not_read_as_garbage():
+    data = torch_pickles.zip_bytes({"w": np.arange(3, dtype=np.float32)}, byteorder="big")
+    with pytest.raises(ForeignModelError, match="was written on a big-endian machine"):
+        parse_state_dict(data)
+
+
+def test_a_tensor_with_backward_hooks_is_refused():
+    storage = torch_pickles.Storage(np.ones(3, np.float32), "1")
+    hooked = torch_pickles.Tensor(storage, 0, (3,), (1,), backward_hooks={0: "hook"})
+    for make in (torch_pickles.legacy_bytes, torch_pickles.zip_bytes):
+        with pytest.raises(ForeignModelError, match="holds a tensor with backward hooks"):
+            parse_state_dict(make({"w": hooked}))
+
+
+def test_the_expected_shapes_are_checked_before_any_value_is_read():
+    """A caller that knows the shapes (an EFML folder's config) sees the pickle's tensors
+    before their values are read: its refusal costs no allocation of the tensors."""
+    seen = []
+
+    def check(tensors):
+        seen.append({name: (shape, dtype.str) for name, (shape, dtype) in tensors.items()})
+        raise ForeignModelError("refused by the caller")
+
+    big = {"w": np.zeros((1000, 1000), np.float32), "h": np.zeros(2, np.float16)}
+    for data in (torch_pickles.legacy_bytes(big), torch_pickles.zip_bytes(big)):
+        outcome, peak = peak_bytes(parse_state_dict, data, check=check)
+        assert str(outcome) == "refused by the caller"
+        assert peak < len(data) // 4  # the 4 MB storage was never read
+    assert seen == [{"w": ((1000, 1000), "<f4"), "h": ((2,), "<f2")}] * 2
