@@ -299,7 +299,7 @@ class _TrainingProgress(Progress):
         first traces the training graph, which can take longer than a hundred steps, so a rate
         counted from the start would promise hours for minutes. After the first step only the
         step is named."""
-        if not self.checkpoint_every:
+        if not self.checkpoint_every or self.done >= self.total:
             return ""
         step = min((self.done // self.checkpoint_every + 1) * self.checkpoint_every, self.total)
         if self.first is None:

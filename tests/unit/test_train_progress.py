@@ -75,3 +75,12 @@ def test_durations_read_as_a_person_reads_them():
     assert [_duration(s) for s in (0.4, 59.6, 61, 3599, 3600, 12_345)] == [
         "0s", "1m 0s", "1m 1s", "59m 59s", "1h 0m", "3h 25m",
     ]  # fmt: skip
+
+
+def test_the_last_step_names_no_next_checkpoint():
+    clock, log = _Clock(), io.StringIO()
+    progress = _TrainingProgress(1, 0, checkpoint_every=1000, stream=log, clock=clock)
+    clock.now += 2.0
+    progress.step(_metrics(1))
+    (line,) = log.getvalue().splitlines()
+    assert line.startswith("1/1 steps") and "next checkpoint" not in line
