@@ -12,15 +12,21 @@ archive and the member:
 - a member that is a symbolic link, a device or a pipe (its Unix mode), or encrypted, or
   compressed with a method zipfile cannot read;
 - a declared size over ``MAX_MEMBER_BYTES`` (all members: ``MAX_TOTAL_BYTES``), a compression
-  ratio over ``MAX_RATIO`` (a zip bomb), more than ``MAX_MEMBERS`` members;
+  ratio over ``MAX_RATIO`` above ``RATIO_FLOOR`` bytes (a zip bomb), more than ``MAX_MEMBERS``
+  members;
 - a member that is itself an archive (by its name);
 - files missing for its kind, files its kind does not have, or a kind that cannot be told.
 
-``extract`` then writes the members into a new directory, each no larger than declared (the
-directory's sizes are not trusted: a member is read no further than its declared size plus one
-byte, and must end there), each checked for archive signatures, created with ``O_EXCL`` and
-``O_NOFOLLOW`` under a directory it made itself: nothing is written outside it. Members never
-read (``classifier.pkl``, EFML's softmax) are not written.
+- members whose compressed bytes overlap, or run past the archive's end (the directory's
+  compressed sizes are not trusted: a member could declare far more than its stream uses).
+
+``extract`` then writes the members the model reads into a new directory, and no other
+(``meta.json``, documents, EFML's softmax ``classifier.pkl``, any model config but the one
+``config.json`` names): each no larger than declared (a member is read no further than its
+declared size plus one byte, and must end there), each expanding no more than ``MAX_RATIO``
+times the compressed bytes actually read for it, each checked for archive signatures (a
+PyTorch state_dict in the zip layout excepted), created with ``O_EXCL`` and ``O_NOFOLLOW``
+under a directory it made itself: nothing is written outside it.
 
 ``parse_archive(data)`` is the fuzz target: ``inspect`` of bytes.
 """
@@ -34,6 +40,7 @@ import zipfile
 import zlib
 
 from elmo_tf import checks, files
+from elmo_tf.efml import model_folder
 from elmo_tf.errors import ForeignModelError
 
 MAX_MEMBERS = 64
@@ -42,8 +49,9 @@ MAX_TOTAL_BYTES = 8 << 30
 # Weights compress to about 90% of their size, text to a quarter; a member that expands more
 # than this many times (and by more than a megabyte) is a bomb.
 MAX_RATIO = 100
-_RATIO_FLOOR = 1 << 20
-_CHUNK = 1 << 20
+RATIO_FLOOR = 1 << 20
+_LOCAL_HEADER_BYTES = 30  # a member's local header before its name and extra field
+_CHUNK = 64 << 10  # small: a stream is read little ahead of what it gives (the ratio check)
 
 BILM = "bilm-tf"
 EFML = "ELMoForManyLangs"
@@ -57,7 +65,13 @@ LAYOUTS = {
     ),
 }
 _DOCUMENTS = ("readme", "readme.txt", "readme.md", "license", "license.txt", "license.md")
-NOT_EXTRACTED = ("classifier.pkl",)  # EFML's softmax: never read, never written
+# What the model reads of each kind (besides EFML's model config, which config.json names).
+READ = {
+    BILM: ("options.json", "model.hdf5", "vocab.txt", "vocab.txt.gz"),
+    EFML: ("config.json", "char.dic", "word.dic", "token_embedder.pkl", "encoder.pkl"),
+}
+# PyTorch's zip layout: a state_dict member that starts as a zip archive does
+_STATE_DICTS = ("token_embedder.pkl", "encoder.pkl")
 _ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz", ".7z", ".rar",
                      ".jar", ".whl", ".bz2", ".xz")  # fmt: skip
 # The first bytes of an archive (a gzip-compressed vocab.txt.gz is the one compressed file).
@@ -82,7 +96,7 @@ def inspect(path):
     path = os.fspath(path)
     try:
         with zipfile.ZipFile(path) as archive:
-            return _layout(archive, path)
+            return _layout(archive, path, os.path.getsize(path))
     except ForeignModelError:
         raise
     except (*_DAMAGED, zipfile.LargeZipFile, OSError, ValueError) as e:
@@ -93,7 +107,7 @@ def parse_archive(data, source="archive"):
     """``inspect`` of an archive's bytes. The fuzz target."""
     try:
         with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
-            return _layout(archive, source)
+            return _layout(archive, source, len(data))
     except ForeignModelError:
         raise
     except (*_DAMAGED, zipfile.LargeZipFile, ValueError) as e:
@@ -118,7 +132,7 @@ def _first_line(error):
     return text[:120] or type(error).__name__
 
 
-def _layout(archive, source):
+def _layout(archive, source, size):
     infos = archive.infolist()
     if len(infos) > MAX_MEMBERS:
         raise ForeignModelError(
@@ -131,6 +145,7 @@ def _layout(archive, source):
         raise ForeignModelError(f"{source}: names the member '{twice}' twice")
     for info in infos:
         _check_member(info, source)
+    _check_ranges(files, source, size)
     total = sum(info.file_size for info in files)
     if total > MAX_TOTAL_BYTES:
         raise ForeignModelError(
@@ -191,17 +206,44 @@ def _check_member(info, source):
             f"{source}: member '{shown}' declares {info.file_size:,} bytes, more than "
             f"{MAX_MEMBER_BYTES:,}"
         )
-    if info.file_size > _RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
-        raise ForeignModelError(
-            f"{source}: member '{shown}' expands {info.file_size / max(info.compress_size, 1):,.0f}"
-            f" times ({info.compress_size:,} to {info.file_size:,} bytes): a zip bomb, not "
-            "extracted"
-        )
+    _check_ratio(shown, info.compress_size, info.file_size, source)
     lower = info.filename.lower()
     if lower.endswith(_ARCHIVE_SUFFIXES):
         raise ForeignModelError(
             f"{source}: member '{shown}' is an archive inside the archive; not extracted"
         )
+
+
+def _check_ratio(shown, compressed, expanded, source):
+    """``ForeignModelError`` for a member that expands past ``RATIO_FLOOR`` bytes *and* more
+    than ``MAX_RATIO`` times its ``compressed`` bytes: a zip bomb (a real model's weights pass
+    the first and never the second)."""
+    if expanded > RATIO_FLOOR and expanded > MAX_RATIO * max(compressed, 1):
+        raise ForeignModelError(
+            f"{source}: member '{shown}' expands {expanded / max(compressed, 1):,.0f} times "
+            f"({compressed:,} to {expanded:,} bytes): a zip bomb, not extracted"
+        )
+
+
+def _check_ranges(infos, source, size):
+    """``ForeignModelError`` for members whose compressed bytes (local header included) overlap
+    or run past the archive's ``size``: the bytes a member declares must be its own."""
+    end, previous = 0, None
+    for info in sorted(infos, key=lambda i: i.header_offset):
+        start = info.header_offset
+        if previous is not None and start < end:
+            raise ForeignModelError(
+                f"{source}: members '{checks.shown(previous.filename, 80, quote=False)}' and "
+                f"'{checks.shown(info.filename, 80, quote=False)}' overlap in the archive; not "
+                "extracted"
+            )
+        end = start + _LOCAL_HEADER_BYTES + info.compress_size
+        if end > size:
+            raise ForeignModelError(
+                f"{source}: member '{checks.shown(info.filename, 80, quote=False)}' declares "
+                f"{info.compress_size:,} compressed bytes, more than the archive holds"
+            )
+        previous = info
 
 
 def _common_folder(names):
@@ -242,18 +284,19 @@ def _kind(members, source):
 
 
 def extract(path, destination):
-    """Checks the archive at ``path`` (``inspect``) and writes its members into the new
-    directory ``destination``; returns the ``Layout``. On any failure ``destination`` is
-    removed again."""
+    """Checks the archive at ``path`` (``inspect``) and writes the members the model reads
+    (``members_read``) into the new directory ``destination``; returns the ``Layout``. On any
+    failure ``destination`` is removed again."""
     path, destination = os.fspath(path), os.fspath(destination)
     layout = inspect(path)
     os.mkdir(destination, 0o755)
     try:
-        with zipfile.ZipFile(path) as archive:
-            for name, info in layout.members.items():
-                if name in NOT_EXTRACTED:
-                    continue
-                _extract_member(archive, info, name, destination, path)
+        with open(path, "rb") as raw:
+            counted = _CountedReads(raw)
+            with zipfile.ZipFile(counted) as archive:
+                for name in members_read(layout, archive, path):
+                    _extract_member(archive, counted, layout.members[name], name, destination,
+                                    path)  # fmt: skip
     except _DAMAGED as e:  # a CRC mismatch, a damaged stream, a flag zipfile cannot read
         files.remove(destination)
         raise ForeignModelError(f"{path}: damaged zip archive ({_first_line(e)})") from None
@@ -263,7 +306,57 @@ def extract(path, destination):
     return layout
 
 
-def _extract_member(archive, info, name, destination, source):
+def members_read(layout, archive, source):
+    """The names of the members the model of ``layout`` reads, in the archive's order: its
+    kind's files (``READ``) and, for ELMoForManyLangs, the one model config its
+    ``config.json`` names (``model_folder.config_candidates``); no other member is written."""
+    wanted = set(READ[layout.kind])
+    if layout.kind == EFML:
+        info = layout.members["config.json"]
+        config_path = model_folder.parse_train_config(
+            _member_bytes(archive, info, model_folder.MAX_CONFIG_BYTES, source),
+            f"{source}: config.json",
+        )
+        candidates = [c.replace(os.sep, "/") for c in model_folder.config_candidates(config_path)]
+        wanted.update(next(([c] for c in candidates if c in layout.members), []))
+    return [name for name in layout.members if name in wanted]
+
+
+def _member_bytes(archive, info, max_bytes, source):
+    """A small member's bytes, refused in one line past ``max_bytes``."""
+    if info.file_size > max_bytes:
+        raise ForeignModelError(
+            f"{source}: member '{checks.shown(info.filename, 80, quote=False)}' declares "
+            f"{info.file_size:,} bytes, more than the {max_bytes:,} it may have"
+        )
+    with archive.open(info) as member:
+        return member.read(max_bytes + 1)[:max_bytes]
+
+
+class _CountedReads:
+    """The archive's file, counting the bytes read from it: what a member's stream actually
+    consumes, which its declared compressed size may overstate."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.consumed = 0
+
+    def read(self, n=-1):
+        data = self.raw.read(n)
+        self.consumed += len(data)
+        return data
+
+    def seek(self, offset, whence=os.SEEK_SET):
+        return self.raw.seek(offset, whence)
+
+    def tell(self):
+        return self.raw.tell()
+
+    def seekable(self):
+        return True
+
+
+def _extract_member(archive, counted, info, name, destination, source):
     shown = checks.shown(info.filename, 80, quote=False)
     directory = destination
     if "/" in name:  # configs/NAME: a directory made here, never one that was there
@@ -274,10 +367,12 @@ def _extract_member(archive, info, name, destination, source):
             os.mkdir(directory, 0o755)
     target = os.path.join(directory, name.rsplit("/", 1)[-1])
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    nested_allowed = name == "vocab.txt.gz" or name in _STATE_DICTS
     with archive.open(info) as member, open(os.open(target, flags, 0o644), "wb") as out:
+        start = counted.consumed  # the member's local header and stream from here
         written = 0
         while chunk := member.read(min(_CHUNK, info.file_size - written + 1)):
-            if written == 0 and name != "vocab.txt.gz" and chunk.startswith(_SIGNATURES):
+            if written == 0 and not nested_allowed and chunk.startswith(_SIGNATURES):
                 raise ForeignModelError(
                     f"{source}: member '{shown}' is an archive inside the archive; not extracted"
                 )
@@ -287,6 +382,7 @@ def _extract_member(archive, info, name, destination, source):
                     f"{source}: member '{shown}' holds more than the {info.file_size:,} bytes it "
                     "declares; not extracted"
                 )
+            _check_ratio(shown, counted.consumed - start, written, source)
             out.write(chunk)
     if written != info.file_size:
         raise ForeignModelError(

@@ -153,28 +153,38 @@ def _require(lexicon, tokens, path):
         )
 
 
+def config_candidates(config_path):
+    """Where a model folder may hold the model config ``config_path`` names, relative to the
+    folder, in the order they are tried: ``config_path`` itself when it is relative and stays
+    inside, ``configs/<its file name>``, ``<its file name>``."""
+    base = config_path.replace("\\", "/").rsplit("/", 1)[-1]
+    found = []
+    if not os.path.isabs(config_path) and not config_path.startswith(("/", "\\")):
+        relative = os.path.normpath(config_path)
+        if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
+            found.append(relative)
+    if base:
+        found += [os.path.join("configs", base), base]
+    return list(dict.fromkeys(found))
+
+
 def resolve_config(folder):
     """``(ModelConfig, where it came from)``: the model config ``config.json`` names, looked for
     inside ``folder`` only (see the module docstring)."""
     config_json = _inside(folder, CONFIG_FILE)
     config_path = parse_train_config(_read_json_bytes(config_json), config_json)
+    candidates = config_candidates(config_path)
+    for candidate in candidates:
+        path = os.path.join(folder, candidate)
+        # Never outside the folder: a link leading out is not followed.
+        if files.inside(path, folder) and os.path.isfile(path):
+            return parse_model_config(_read_json_bytes(path), path), path
     base = config_path.replace("\\", "/").rsplit("/", 1)[-1]
-    candidates = []
-    if not os.path.isabs(config_path) and not config_path.startswith(("/", "\\")):
-        candidates.append(os.path.normpath(os.path.join(folder, config_path)))
-    if base:
-        candidates += [os.path.join(folder, "configs", base), os.path.join(folder, base)]
-    for candidate in dict.fromkeys(candidates):
-        # Never outside the folder: a relative path with "..", or a link leading out.
-        if files.inside(candidate, folder) and os.path.isfile(candidate):
-            return parse_model_config(_read_json_bytes(candidate), candidate), candidate
     if base in STANDARD_CONFIG_NAMES:
         return _model_config(STANDARD_CONFIG, f"EFML's standard {base}"), "standard"
-    tried = ", ".join(c for c in dict.fromkeys(candidates)) or "nothing"
     raise ForeignModelError(
-        f"{config_json}: its config_path {checks.shown(config_path, 80)} names no model config "
-        f"inside the folder (tried {tried}; a path outside it is never read), and is not EFML's "
-        f"standard {STANDARD_CONFIG_NAMES[0]}: put the model config in the folder"
+        f"{config_json}: config_path {checks.shown(config_path, 60)} names no model config in "
+        f"the folder ({', '.join(candidates) or 'no file name'}); put it there"
     )
 
 

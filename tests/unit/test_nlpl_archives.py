@@ -3,10 +3,12 @@ line with nothing written outside their directory (``elmo_tf.zip_archives``), an
 and their addresses (``elmo_tf.presets.nlpl``). The numbers are tests/model/test_nlpl_models.py's,
 the mirror path tests/integration/test_nlpl_downloads.py's."""
 
+import io
 import stat
 import struct
 import zipfile
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -34,15 +36,19 @@ def _tree(path):
     return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
 
 
-def test_both_kinds_are_told_apart_and_extracted(tmp_path):
+def test_both_kinds_are_told_apart_and_only_what_the_model_reads_is_extracted(tmp_path):
     bilm = zip_archives.extract(NLPL_BILM_ZIP, tmp_path / "bilm")
     assert bilm.kind == zip_archives.BILM
-    assert _tree(tmp_path / "bilm") == ["meta.json", "model.hdf5", "options.json", "vocab.txt"]
+    assert "meta.json" in bilm.members  # the catalogue's record: allowed, never read
+    assert _tree(tmp_path / "bilm") == ["model.hdf5", "options.json", "vocab.txt"]
+    others = [("other_config.json", b"{}"), ("configs/old.json", b"{}"), ("README", b"x"),
+              ("classifier.pkl", b"softmax"), ("meta.json", b"{}")]  # fmt: skip
     efml = zip_archives.extract(
-        _write(tmp_path, zip_bytes(efml_members("144/"))), tmp_path / "efml"
+        _write(tmp_path, zip_bytes([*efml_members("144/"), *[("144/" + n, d) for n, d in others]])),
+        tmp_path / "efml",
     )
     assert efml.kind == zip_archives.EFML  # one top-level folder is tolerated
-    assert _tree(tmp_path / "efml") == sorted(EFML_FILES)
+    assert _tree(tmp_path / "efml") == sorted(EFML_FILES)  # the model config config.json names
     assert (tmp_path / "efml" / "encoder.pkl").read_bytes() == (
         EFML_TINY / "encoder.pkl"
     ).read_bytes()
@@ -182,3 +188,120 @@ def test_an_unknown_nlpl_name_says_how_to_name_any_entry():
         elmo_tf.ELMo.from_preset("efml-grcc")
     assert "write nlpl:<release>/<id> for any entry" in str(error.value)
     assert "did you mean 'efml-grc'" in str(error.value)
+
+
+def _padded_stream(data, name, padding):
+    """``data`` (a zip whose last member is ``name``) with ``padding`` bytes put after that
+    member's compressed stream and counted in its declared compressed size: the directory
+    then declares far more compressed bytes than the stream uses."""
+    data = bytearray(data)
+    directory = data.rfind(b"PK\x01\x02")
+    while data[directory + 46 : directory + 46 + len(name)] != name.encode():
+        directory = data.rfind(b"PK\x01\x02", 0, directory)
+    local = int.from_bytes(data[directory + 42 : directory + 46], "little")
+    size = int.from_bytes(data[directory + 20 : directory + 24], "little") + len(padding)
+    data[local + 18 : local + 22] = size.to_bytes(4, "little")
+    data[directory + 20 : directory + 24] = size.to_bytes(4, "little")
+    first = data.index(b"PK\x01\x02")
+    end = data.rindex(b"PK\x05\x06")
+    data[end + 16 : end + 20] = (first + len(padding)).to_bytes(4, "little")
+    return bytes(data[:first] + padding + data[first:])
+
+
+def test_a_stream_shorter_than_its_declared_size_is_measured_by_what_it_consumes(tmp_path):
+    """60 MB of zeros deflate to 60 KB; with 1 MB of padding counted in its declared size the
+    member claims 57 times, under the directory's limit: the bytes read while extracting give
+    it away, and nothing is kept."""
+    members = [*[m for m in bilm_members() if m[0] != "vocab.txt"], ("vocab.txt", bytes(60 << 20))]
+    data = _padded_stream(zip_bytes(members), "vocab.txt", bytes(range(256)) * 4096)
+    archive = _write(tmp_path, data)
+    info = zipfile.ZipFile(archive).getinfo("vocab.txt")
+    assert 50 < info.file_size / info.compress_size < zip_archives.MAX_RATIO
+    zip_archives.inspect(archive)  # the directory alone passes
+    with pytest.raises(ForeignModelError, match="'vocab.txt' expands .* a zip bomb"):
+        zip_archives.extract(archive, tmp_path / "out")
+    assert _tree(tmp_path) == ["model.zip"]
+
+
+def test_members_whose_compressed_bytes_overlap_or_pass_the_end_are_refused(tmp_path):
+    data = zip_bytes(bilm_members(), compression=zipfile.ZIP_STORED)
+    first = zipfile.ZipFile(io.BytesIO(data)).infolist()[0]
+    overlapping = _with_compressed_size(data, first.filename, first.compress_size + 40)
+    with pytest.raises(ForeignModelError, match=f"members '{first.filename}' and '.*' overlap"):
+        zip_archives.parse_archive(overlapping)
+    last = zipfile.ZipFile(io.BytesIO(data)).infolist()[-1]
+    past = _with_compressed_size(data, last.filename, len(data))
+    with pytest.raises(ForeignModelError, match=f"'{last.filename}' declares .* compressed bytes, "
+                       "more than the archive holds"):  # fmt: skip
+        zip_archives.parse_archive(past)
+
+
+def _with_compressed_size(data, name, size):
+    """``data`` (a zip) with the directory's compressed size of ``name`` set to ``size``."""
+    data = bytearray(data)
+    at = data.index(b"PK\x01\x02")
+    while data[at + 46 : at + 46 + len(name)] != name.encode():
+        at = data.index(b"PK\x01\x02", at + 4)
+    data[at + 20 : at + 24] = size.to_bytes(4, "little")
+    return bytes(data)
+
+
+def test_the_member_count_limit_holds_at_its_value(tmp_path):
+    base = bilm_members()
+    fill = [(f"readme{i}.txt", b"x") for i in range(zip_archives.MAX_MEMBERS - len(base))]
+    at_limit = zip_bytes([*base, *fill])
+    with pytest.raises(ForeignModelError, match="holds 'readme0.txt', which a bilm-tf model"):
+        zip_archives.parse_archive(at_limit)  # counted, then judged member by member
+    one_more = zip_bytes([*base, *fill, ("extra.txt", b"x")])
+    with pytest.raises(ForeignModelError, match=f"holds {zip_archives.MAX_MEMBERS + 1} members, "
+                       f"more than the {zip_archives.MAX_MEMBERS} a model has"):  # fmt: skip
+        zip_archives.parse_archive(one_more)
+
+
+def test_an_encrypted_member_is_refused_as_encrypted():
+    data = bytearray(zip_bytes(bilm_members()))
+    at = data.index(b"PK\x01\x02")  # the first member's directory entry: its flag bits
+    data[at + 8] |= 0x1
+    with pytest.raises(ForeignModelError, match="member 'meta.json' is encrypted"):
+        zip_archives.parse_archive(bytes(data))
+
+
+@pytest.mark.parametrize(
+    "expanded, compressed, refused",
+    [
+        (zip_archives.RATIO_FLOOR + 1, (zip_archives.RATIO_FLOOR + 1) // 50, False),  # a model's
+        (zip_archives.RATIO_FLOOR, 1, False),  # 1 MiB from a byte: under the floor
+        (zip_archives.RATIO_FLOOR + 1, 1, True),
+        (101 * 20_000, 20_000, True),  # over the floor, 101 times
+        (100 * 20_000, 20_000, False),  # exactly 100 times
+    ],
+)
+def test_the_bomb_rule_needs_both_its_size_and_its_ratio(expanded, compressed, refused):
+    check = zip_archives._check_ratio
+    if refused:
+        with pytest.raises(ForeignModelError, match="a zip bomb"):
+            check("m", compressed, expanded, "a.zip")
+    else:
+        check("m", compressed, expanded, "a.zip")
+
+
+def test_state_dicts_in_pytorchs_zip_layout_are_extracted_and_read(tmp_path):
+    """A newer PyTorch writes each state_dict as a zip: it starts as an archive does, and is
+    one the state_dict reader reads (not an archive inside the archive)."""
+    from support import torch_pickles
+
+    from elmo_tf.efml import model_folder
+    from elmo_tf.torch_state_dict import read_state_dict
+
+    members = []
+    for name, data in efml_members():
+        if name.endswith(".pkl"):
+            data = torch_pickles.zip_bytes(read_state_dict(EFML_TINY / name), folder=name[:-4])
+            assert data.startswith(b"PK\x03\x04")
+        members.append((name, data))
+    zip_archives.extract(_write(tmp_path, zip_bytes(members)), tmp_path / "out")
+    folder = model_folder.read_folder(tmp_path / "out")
+    expected = read_state_dict(EFML_TINY / "encoder.pkl")
+    assert sorted(folder.encoder) == sorted(expected)
+    for name, array in expected.items():
+        np.testing.assert_array_equal(folder.encoder[name], array)
