@@ -180,12 +180,26 @@ def _report(error, fail, as_command):
         return status
     if isinstance(error, ElmoError):  # every error a user can fix; anything else is a bug
         return fail(error)
+    if isinstance(error, ValueError) and _raised_by_the_library(error):
+        return fail(error)  # the library's refusal of a value, which names it
     if missing := extras.missing_backend(error):  # Keras's backend is an extra
         return fail(missing)
     if isinstance(error, OSError):  # disk full, permission denied, ...: the user's to fix
         where = f"{error.filename}: " if error.filename else ""
         return fail(f"{where}{error.strerror or error}")
     raise error
+
+
+def _raised_by_the_library(error):
+    """Whether ``error`` was raised by elmo_tf's own code (its innermost frame is ours): the
+    library refuses what it is given with a ``ValueError`` naming it, which a user reads in
+    one line; one raised inside another package is a bug, and keeps its traceback."""
+    trace = error.__traceback__
+    if trace is None:
+        return False
+    while trace.tb_next is not None:
+        trace = trace.tb_next
+    return trace.tb_frame.f_globals.get("__name__", "").startswith(f"{__package__.split('.')[0]}.")
 
 
 def _stdout_reader_gone():

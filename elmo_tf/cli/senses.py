@@ -77,7 +77,7 @@ def run(args):
     twins = []
     for seed in range(args.random_seeds):
         keras.utils.set_random_seed(seed)
-        twin = ELMo(model.config)
+        twin = ELMo(model.config, vocabulary=model.vocabulary)  # a code-point model's tables
         twins.append(word_senses.nearest_neighbour_accuracy(twin, examples))
     words = sorted({e.word for e in examples})
     report = {

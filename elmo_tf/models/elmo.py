@@ -68,6 +68,9 @@ class ELMo(keras.Model):
             ``mixed_bfloat16``, without its per-call weight casts), refused in one line
             (``elmo_tf.precision.PrecisionError``) on a CPU without native bfloat16; ``int8``
             runs through an export (``elmo_tf.precision``). Not with ``dtype``.
+        vocabulary: a code-point model's token tables (``CodepointVocabulary``; its
+            ``vocabulary`` property, or its weight file's, which loading sets); ``None`` for
+            bilm-tf's scheme, whose mapping needs none.
         **kwargs: ``keras.Model`` arguments. ``dtype="mixed_float16"`` or ``"mixed_bfloat16"``
             keeps the variables in float32 and computes in half precision, unchecked;
             :meth:`embed` still returns float32 arrays.
@@ -105,6 +108,7 @@ class ELMo(keras.Model):
         dropout=0.0,
         dedupe_tokens=True,
         precision=None,
+        vocabulary=None,
         **kwargs,
     ):
         if precision is not None:
@@ -131,7 +135,7 @@ class ELMo(keras.Model):
 
         # How tokens become id rows: the config's scheme; a code-point model's tables come with
         # its weights (load_weights replaces the mapper).
-        self.token_mapper = token_mappers.mapper_for(config)
+        self.token_mapper = token_mappers.mapper_for(config, vocabulary)
         # Every sublayer gets this model's dtype policy (Keras would give it the global one).
         self.character_encoder = CharacterEncoder(
             filters=config.filters,
@@ -483,10 +487,15 @@ class ELMo(keras.Model):
             sentences, batch_size, initial_state, return_state, token_cache_size, max_batch_tokens
         )
 
+    @property
+    def vocabulary(self):
+        """A code-point model's token tables (``CodepointVocabulary``), or ``None``."""
+        return getattr(self.token_mapper, "vocabulary", None)
+
     def save_assets(self, dir_path):
         """Keras's hook for a ``.keras`` file: a code-point model's token tables (its weight
         file's ``vocabulary/*`` datasets) go beside its weights."""
-        vocabulary = getattr(self.token_mapper, "vocabulary", None)
+        vocabulary = self.vocabulary
         if vocabulary is not None:
             arrays = {name.rsplit("/", 1)[-1]: a for name, a in vocabulary.arrays().items()}
             np.savez(os.path.join(dir_path, _VOCABULARY_ASSET), **arrays)
@@ -522,12 +531,10 @@ def _from_efml_folder(cls, folder, load_weights, kwargs):
     """An ``ELMo`` of an ELMoForManyLangs model folder, converted in memory
     (``elmo_tf.efml``); without ``load_weights`` random weights, but its own token mapping."""
     config, arrays = conversion.convert(model_folder.read_folder(folder))
-    model = cls(config, **kwargs)
     if load_weights:
-        return load_arrays(model, arrays, folder)
+        return load_arrays(cls(config, **kwargs), arrays, folder)
     vocabulary = CodepointVocabulary.from_arrays(config, arrays, folder)
-    model.token_mapper = token_mappers.mapper_for(config, vocabulary)
-    return model
+    return cls(config, vocabulary=vocabulary, **kwargs)
 
 
 def set_fine_tuning(model, fine_tune):

@@ -18,3 +18,14 @@ def test_bundled_model_knows_senses_better_than_its_random_twin(capsys):
     assert report["model"]["word_emb"] == pytest.approx(5 / 11)
     for key in ("lstm_outputs1", "lstm_outputs2"):
         assert report["model"][key] > report["random_twin"][key] + 0.05, (key, report)
+
+
+def test_an_elmoformanylangs_model_is_probed_beside_its_twin_with_its_own_tables(capsys):
+    """The random twin maps tokens with the model's own code-point and word tables."""
+    from support.foreign_models import EFML_TINY
+
+    argv = ["senses", "--model", str(EFML_TINY), "--random-seeds", "1", "--json"]
+    assert main(argv) == 0, capsys.readouterr().err
+    report = json.loads(capsys.readouterr().out)
+    assert report["examples"] == 72
+    assert set(report["random_twin"]) == set(report["model"])

@@ -95,3 +95,28 @@ def test_a_model_name_that_is_not_one_says_what_was_meant(tmp_path, capsys):
         out, err = capsys.readouterr()
         assert out == "" and fragment in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "o.hdf5").exists()
+
+
+def test_a_value_the_library_refuses_ends_the_command_in_one_line(monkeypatch, capsys):
+    """A ValueError raised by elmo_tf's own code is the user's to fix: one line, status 1; one
+    raised inside another package is a bug and keeps its traceback."""
+    from elmo_tf import checks
+    from elmo_tf.cli import main as command_line
+
+    def library_refusal(args):
+        checks.integer("--x", 5, 0, 3)  # the library's ValueError, naming the value
+
+    def foreign_failure(args):
+        int("not a number")  # raised by Python itself, as any package's bug would be
+
+    parser = command_line.build_parser()
+    monkeypatch.setattr(command_line, "build_parser", lambda: parser)
+    for run, expected in ((library_refusal, 1), (foreign_failure, None)):
+        parser._subparsers._group_actions[0].choices["cache"].set_defaults(run=run)
+        if expected is None:
+            with pytest.raises(ValueError, match="invalid literal"):
+                command_line.main(["cache", "list"])
+            continue
+        assert command_line.main(["cache", "list"]) == expected
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line == "elmo-tf cache: error: --x must be an integer from 0 to 3, got 5"
