@@ -126,11 +126,9 @@ def check(precision, runtime, device="cpu", flags=None):
                 "bfloat16 needs a CPU with AVX-512 BF16 or AMX (this one has neither): use "
                 "float32, or int8 through elmo-tf export onnx OUTPUT --precision int8"
             )
-        if runtime == "tensorflow" and os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip() in (
-            "0",
-            "false",
-            "False",
-        ):
+        # TensorFlow reads the variable lowercased: FALSE and False turn oneDNN off as 0 does
+        onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower()
+        if runtime == "tensorflow" and onednn in ("0", "false"):
             raise PrecisionError(
                 "bfloat16 on TensorFlow runs through oneDNN, which TF_ENABLE_ONEDNN_OPTS=0 "
                 "turns off: unset it, or use float32"

@@ -42,7 +42,13 @@ def read_bounded(path, what, max_bytes, error, hint=""):
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+            # read(n) allocates n bytes first: never more than the file holds (plus one),
+            # then what it grew by meanwhile, a megabyte at a time
+            data = f.read(min(max_bytes, os.fstat(f.fileno()).st_size) + 1)
+            while len(data) <= max_bytes and (
+                more := f.read(min(1 << 20, max_bytes + 1 - len(data)))
+            ):
+                data += more
     except OSError as e:
         raise error(f"{path}: cannot read {what} ({e.strerror})") from None
     if len(data) > max_bytes:

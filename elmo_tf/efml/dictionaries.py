@@ -27,21 +27,42 @@ SPACE_TOKEN = "\u3000"  # what a line holding only whitespace and its id stands 
 MAX_DICTIONARY_BYTES = 256 << 20
 
 
-def read_dictionary(path, max_bytes=MAX_DICTIONARY_BYTES):
-    """``{token: id}`` of the dictionary file ``path``, in the file's order."""
+# The bytes that end a line for str.splitlines, in UTF-8 (\r\n ends one line, not two).
+_LINE_BREAKS = (b"\n", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\xc2\x85",
+                b"\xe2\x80\xa8", b"\xe2\x80\xa9")  # fmt: skip
+
+
+def read_dictionary(path, max_bytes=MAX_DICTIONARY_BYTES, max_entries=None):
+    """``{token: id}`` of the dictionary file ``path``, in the file's order (``max_entries``:
+    see ``parse_dictionary``)."""
     data = untrusted_files.read_bounded(
         path, "dictionary", max_bytes, ForeignModelError, hint=" (a char.dic or word.dic)"
     )
-    return parse_dictionary(data, os.fspath(path))
+    return parse_dictionary(data, os.fspath(path), max_entries)
 
 
-def parse_dictionary(data, source="dictionary"):
+def line_count_bound(data):
+    """At least as many as the lines ``str.splitlines`` makes of ``data`` (UTF-8 bytes), counted
+    without decoding it or making them."""
+    breaks = sum(data.count(b) for b in _LINE_BREAKS) - data.count(b"\r\n")
+    return breaks + (not data.endswith(_LINE_BREAKS))
+
+
+def parse_dictionary(data, source="dictionary", max_entries=None):
     """``{token: id}`` of a dictionary's bytes (``source`` names it in errors); raises
-    ``ForeignModelError`` naming the line at fault. The fuzz target."""
+    ``ForeignModelError`` naming the line at fault. ``max_entries`` (what the model's table can
+    hold, where it is known) is checked against the lines before any is decoded: the tables
+    cost far more memory than the file. The fuzz target."""
+    data = bytes(data)
+    if max_entries is not None and (lines := line_count_bound(data)) > max_entries:
+        raise ForeignModelError(
+            f"{source}: holds {lines:,} lines, more than the {max_entries:,} entries its table "
+            "can have"
+        )
     try:
-        text = bytes(data).decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = bytes(data)[: e.start].count(b"\n") + 1
+        line = data[: e.start].count(b"\n") + 1
         raise ForeignModelError(f"{source}: line {line}: not UTF-8 text (byte {e.start})") from None
     lexicon, seen_ids = {}, {}
     for number, line in enumerate(text.splitlines(), start=1):

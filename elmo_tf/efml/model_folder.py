@@ -29,6 +29,8 @@ import dataclasses
 import functools
 import os
 
+import numpy as np
+
 from elmo_tf import checks, files, untrusted_files
 from elmo_tf.efml import dictionaries
 from elmo_tf.errors import ForeignModelError
@@ -115,11 +117,18 @@ def read_folder(folder):
     if not os.path.isdir(folder):
         raise ForeignModelError(f"{folder}: not a directory (an ELMoForManyLangs model folder)")
     config, source = resolve_config(folder)
-    char_lexicon = dictionaries.read_dictionary(_inside(folder, CHAR_DIC))
+    # A table has a row of `dim` values (2 bytes each at least) per entry in
+    # token_embedder.pkl: its size bounds the entries, checked before the tables are built.
+    table_bytes = os.path.getsize(_inside(folder, TOKEN_EMBEDDER))
+    char_lexicon = dictionaries.read_dictionary(
+        _inside(folder, CHAR_DIC), max_entries=table_bytes // (2 * config.char_dim)
+    )
     _require(char_lexicon, CHAR_SPECIAL_TOKENS, os.path.join(folder, CHAR_DIC))
     word_lexicon = None
     if config.word_dim:
-        word_lexicon = dictionaries.read_dictionary(_inside(folder, WORD_DIC))
+        word_lexicon = dictionaries.read_dictionary(
+            _inside(folder, WORD_DIC), max_entries=table_bytes // (2 * config.word_dim)
+        )
         _require(word_lexicon, WORD_REQUIRED_TOKENS, os.path.join(folder, WORD_DIC))
     _check_ids(folder, char_lexicon, word_lexicon)
     n_words = len(word_lexicon) if word_lexicon else 0
@@ -130,7 +139,7 @@ def read_folder(folder):
         path = _inside(folder, file)
         # every tensor's shape checked before any value is read
         check = functools.partial(check_tensors, path, shapes, where)
-        state_dicts.append(read_state_dict(path, check=check))
+        state_dicts.append(_finite(path, read_state_dict(path, check=check)))
     return ModelFolder(folder, config, source, char_lexicon, word_lexicon, *state_dicts)
 
 
@@ -337,6 +346,21 @@ def check_tensors(path, expected, where, found):
             )
         if dtype.kind != "f":
             raise ForeignModelError(f"{path}: {name} holds {dtype}, not floats")
+
+
+def _finite(path, tensors):
+    """``tensors``, each checked to hold float32 values (no NaN, no infinity, nothing past
+    float32's range, which a float64 tensor could hold): the converted weight file holds
+    float32, and its loader refuses anything else."""
+    for name, array in tensors.items():
+        with np.errstate(over="ignore"):  # a float64 beyond float32 becomes inf: refused
+            finite = np.all(np.isfinite(array.astype(np.float32)))
+        if not finite:
+            raise ForeignModelError(
+                f"{path}: {name} holds NaN, infinity or values past float32's range; the model "
+                "cannot be converted"
+            )
+    return tensors
 
 
 def _check_ids(folder, char_lexicon, word_lexicon):

@@ -59,15 +59,18 @@ State = ModelVersionStatus.State
 RETRY_MAX_SECONDS = 300.0
 
 
-def _id_bounds(loaded):
-    """``(character ids, word ids or None)`` an export's ``char_ids`` take: bilm-tf's 262 for
-    every model but a code-point one (ELMoForManyLangs'), whose ``elmo_config()`` says."""
+def _input_rules(loaded):
+    """``((character ids, word ids or None), utf8_text)`` of an export: the ids its
+    ``char_ids`` take (bilm-tf's 262 for every model but a code-point one, ELMoForManyLangs',
+    whose ``elmo_config()`` says), and whether its text must be UTF-8 (a code-point model
+    decodes it; bilm-tf's reads any bytes)."""
     try:
         options = json.loads(loaded.elmo_config().numpy().decode("utf-8"))["options"]
         config = ElmoConfig.from_options(options, source="the SavedModel's elmo_config()")
     except (AttributeError, TypeError, KeyError, ValueError, tf.errors.OpError):
-        return NUM_CHAR_IDS, None  # not an elmo-tf export: its graph checks its own inputs
-    return config.char_table_rows, (config.n_words if config.word_embedding_dim else None)
+        return (NUM_CHAR_IDS, None), False  # not an elmo-tf export: it checks its own inputs
+    words = config.n_words if config.word_embedding_dim else None
+    return (config.char_table_rows, words), config.uses_codepoints
 
 
 class Servable:
@@ -87,9 +90,9 @@ class Servable:
         self.signature_defs = read_signature_defs(path)
         self._loaded = tf.saved_model.load(path)
         self._functions = dict(self._loaded.signatures)
-        bounds = _id_bounds(self._loaded)
+        bounds, utf8_text = _input_rules(self._loaded)
         self.specs = {
-            key: SignatureSpec(key, self.signature_defs[key], bounds)
+            key: SignatureSpec(key, self.signature_defs[key], bounds, utf8_text)
             for key in self._functions
             if key in self.signature_defs
         }
@@ -244,7 +247,7 @@ class ModelManager:
         self._current = None
         self._states = {}  # version -> (State, error message)
         self._failed = {}  # version -> (directory mtime, time of the next try, backoff seconds)
-        self._ignored = set()  # names of digits beyond int64, logged once each
+        self._ignored = set()  # names of digits that are no version, logged once each
         self._empty_logged = False  # "no version" is logged once, not at every poll
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -279,17 +282,28 @@ class ModelManager:
             names = os.listdir(self.base_path)
         except (FileNotFoundError, NotADirectoryError):  # moved away, or a file put there
             return {}
+        versions = []
         for name in names:
-            if name.isascii() and name.isdigit() and int(name) > MAX_VERSION:
-                if name not in self._ignored:
-                    self._ignored.add(name)
-                    log.warning(
-                        "ignoring %s: not a version, which must be at most 2**63 - 1 (int64)",
-                        os.path.join(self.base_path, name),
-                    )
-        return versions_in(
-            n for n in names if os.path.isfile(os.path.join(self.base_path, n, "saved_model.pb"))
-        )
+            if not (name.isascii() and name.isdigit()):
+                continue
+            path = os.path.join(self.base_path, name)
+            if int(name) > MAX_VERSION:
+                why = "not a version, which must be at most 2**63 - 1 (int64)"
+            elif not os.path.isdir(path):
+                why = "a file, not a version directory"
+            elif not os.path.isfile(os.path.join(path, "saved_model.pb")):
+                why = (
+                    "holds no saved_model.pb (a version is a SavedModel: elmo-tf export "
+                    "saved-model)"
+                )
+            else:
+                versions.append(name)
+                self._ignored.discard(name)
+                continue
+            if name not in self._ignored:  # once, not at every poll
+                self._ignored.add(name)
+                log.warning("ignoring %s: %s", path, why)
+        return versions_in(versions)
 
     def versions_on_disk(self):
         """Version numbers with a ``saved_model.pb`` under the base path, ascending."""

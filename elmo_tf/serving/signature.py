@@ -10,7 +10,8 @@ alone, with INVALID_ARGUMENT and a message naming the input, and never poisons a
 - the ELMo contract's value constraints (``elmo_tf.export.saved_model_module``), which the
   graph also asserts but only for the whole batch: ``sequence_len`` in ``[0, max_len]`` of its
   row of ``tokens``, ``char_ids`` in ``[0, 261]`` (a code-point model's: its own bounds,
-  ``SignatureSpec.id_bounds``).
+  ``SignatureSpec.id_bounds``), and a code-point model's text UTF-8 (its graph decodes it:
+  ``SignatureSpec.utf8_text``).
 """
 
 import dataclasses
@@ -63,10 +64,11 @@ class SignatureSpec:
         signature_def: the ``tensorflow.SignatureDef`` proto from ``saved_model.pb``.
     """
 
-    def __init__(self, name, signature_def, id_bounds=(NUM_CHAR_IDS, None)):
+    def __init__(self, name, signature_def, id_bounds=(NUM_CHAR_IDS, None), utf8_text=False):
         self.name = name
         self.signature_def = signature_def
         self.id_bounds = id_bounds
+        self.utf8_text = utf8_text
         self.inputs = {
             a: TensorSpec.from_tensor_info(a, i) for a, i in signature_def.inputs.items()
         }
@@ -170,6 +172,10 @@ class SignatureSpec:
                     f"input '{alias}' has batch size {shape[0]} but input '{first}' has {batch}"
                 )
         _check_elmo_values(inputs, self.id_bounds)
+        if self.utf8_text:
+            for alias, spec in sorted(self.inputs.items()):
+                if is_string(spec):
+                    _check_utf8(alias, inputs[alias])
         if limits is not None:
             for alias, spec in self.inputs.items():
                 if is_string(spec):
@@ -207,6 +213,19 @@ def _check_elmo_values(inputs, id_bounds):
                 raise invalid_argument(
                     f"input 'char_ids' must hold word ids in [0, {n_words - 1}] in its last column"
                 )
+
+
+def _check_utf8(alias, array):
+    """INVALID_ARGUMENT for text that is not UTF-8: a code-point model's graph decodes it."""
+    for index, value in enumerate(array.flat):
+        if isinstance(value, bytes):
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise invalid_argument(
+                    f"input '{alias}' must be UTF-8 text for this model, which maps code points "
+                    f"(ELMoForManyLangs'); its string {index} is not (byte {e.start})"
+                ) from None
 
 
 def _check_strings(alias, array, limits):

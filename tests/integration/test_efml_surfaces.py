@@ -80,3 +80,9 @@ def test_the_server_answers_with_efmls_numbers_and_the_models_id_bounds(request,
         stub.Predict(bad, timeout=60)
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert f"ids in [0, {model.config.n_characters - 1}]" in error.value.details()
+    latin1 = make_request(["x"])
+    latin1.inputs["sentences"].CopyFrom(tf.make_tensor_proto(np.array([b"caf\xe9 ."], object)))
+    with pytest.raises(grpc.RpcError) as error:
+        stub.Predict(latin1, timeout=60)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "must be UTF-8 text for this model" in error.value.details()

@@ -116,8 +116,7 @@ def test_a_config_path_outside_the_folder_is_never_opened(folder, tmp_path):
         message = str(error.value)
         # what was looked for, inside the folder; never the path outside, which is not read
         assert message.endswith(
-            "names no model config in the folder (configs/outside.json, outside.json); put it "
-            "there"
+            "names no model config in the folder (configs/outside.json, outside.json); put it there"
         )
         assert len(message) - len(str(folder)) < 200, message
     # a link in the folder that leads out of it is not followed either
@@ -200,6 +199,52 @@ def test_a_folder_whose_files_disagree_is_refused_naming_the_file(folder, break_
     with pytest.raises(ForeignModelError, match=message) as error:
         model_folder.read_folder(folder)
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, 1e39], ids=["NaN", "inf", "past float32"])
+def test_weights_that_are_no_float32_values_are_refused_naming_the_tensor(folder, value):
+    """Converted, they would be written, then refused by every load."""
+    from support import torch_pickles
+
+    from elmo_tf.torch_state_dict import read_state_dict
+
+    tensors = read_state_dict(folder / "encoder.pkl")
+    name = "forward_layer_1.state_linearity.bias"
+    tensors[name] = tensors[name].astype(np.float64)
+    tensors[name][3] = value
+    (folder / "encoder.pkl").write_bytes(torch_pickles.legacy_bytes(tensors))
+    with pytest.raises(ForeignModelError) as error:
+        model_folder.read_folder(folder)
+    assert str(error.value) == (
+        f"{folder / 'encoder.pkl'}: {name} holds NaN, infinity or values past float32's range; "
+        "the model cannot be converted"
+    )
+
+
+def test_a_dictionary_longer_than_its_table_can_be_is_refused_before_it_is_read(folder):
+    """token_embedder.pkl holds a row per entry: 500,000 lines cannot fit the tiny one's bytes,
+    and are refused before a table is built (which would cost far more than the file)."""
+    from support.memory import peak_bytes
+
+    data = "".join(f"c{i}\t{i}\n" for i in range(500_000)).encode()
+    (folder / "char.dic").write_bytes(data)
+    error, peak = peak_bytes(model_folder.read_folder, folder)
+    assert isinstance(error, ForeignModelError)
+    rows = (folder / "token_embedder.pkl").stat().st_size // (2 * 4)  # char_dim 4
+    assert str(error) == (
+        f"{folder / 'char.dic'}: holds 500,000 lines, more than the {rows:,} entries its table "
+        "can have"
+    )
+    assert peak < 2 * len(data) + (1 << 20), f"{peak:,} bytes for a {len(data):,}-byte file"
+
+
+@pytest.mark.parametrize(
+    "data, lines",
+    [(b"", 1), (b"a\t0", 1), (b"a\t0\n", 1), (b"a\t0\r\nb\t1\r\n", 2), (b"a\t0\rb\t1", 2),
+     ("a\t0\u2028b\t1\x85c\t2".encode(), 3), ("ą\t0\n".encode(), 1)],
+)  # fmt: skip
+def test_the_line_bound_is_at_least_what_splitlines_makes(data, lines):
+    assert dictionaries.line_count_bound(data) == lines >= len(data.decode().splitlines())
 
 
 def test_a_dictionary_whose_ids_skip_one_is_refused(folder):

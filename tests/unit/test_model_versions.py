@@ -65,13 +65,28 @@ def test_a_version_beyond_int64_is_ignored_with_one_log_line(manager, caplog):
     assert "not a version" in line and "2**63 - 1" in line
 
 
-def test_directories_without_a_model_or_named_otherwise_are_no_versions(manager):
+def test_directories_without_a_model_or_named_otherwise_are_no_versions(manager, caplog):
+    """A number that is no version is said once, with why; other names are not numbers."""
     make_version(manager.base_path, "1")
     os.makedirs(os.path.join(manager.base_path, "2"))  # no saved_model.pb (yet)
+    with open(os.path.join(manager.base_path, "3"), "w") as f:
+        f.write("a file")
     make_version(manager.base_path, "v3")
     make_version(manager.base_path, "-4")
     make_version(manager.base_path, "٥")  # a digit, but not an ASCII one
-    assert manager.version_directories() == {1: "1"}
+    with caplog.at_level(logging.WARNING, logger="serving"):
+        assert manager.version_directories() == {1: "1"}
+        assert manager.version_directories() == {1: "1"}
+    lines = sorted(r.getMessage() for r in caplog.records)
+    base = manager.base_path
+    assert lines == [
+        f"ignoring {os.path.join(base, '2')}: holds no saved_model.pb (a version is a SavedModel: "
+        "elmo-tf export saved-model)",
+        f"ignoring {os.path.join(base, '3')}: a file, not a version directory",
+    ]
+    with open(os.path.join(manager.base_path, "2", "saved_model.pb"), "w") as f:
+        f.write("fake")  # the export finished: a version
+    assert manager.version_directories() == {1: "1", 2: "2"}
 
 
 def test_removing_the_only_version_makes_the_model_unavailable(manager):

@@ -36,11 +36,19 @@ def test_bfloat16_is_refused_on_a_cpu_without_it_and_allowed_on_a_gpu(runtime, f
     assert precision.check("bfloat16", runtime, "gpu", flags) == "bfloat16"
 
 
-def test_tensorflow_bfloat16_needs_onednn(monkeypatch):
-    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+@pytest.mark.parametrize("value", ["0", "false", "False", "FALSE", " fAlSe "])
+def test_tensorflow_bfloat16_needs_onednn(monkeypatch, value):
+    """TensorFlow lowercases the variable: every spelling of false turns oneDNN off."""
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", value)
     with pytest.raises(PrecisionError, match="which TF_ENABLE_ONEDNN_OPTS=0 turns off"):
         precision.check("bfloat16", "tensorflow", "cpu", ZEN4)
     assert precision.check("bfloat16", "torch", "cpu", ZEN4) == "bfloat16"
+
+
+@pytest.mark.parametrize("value", ["1", "true", "TRUE", ""])
+def test_onednn_left_on_lets_bfloat16_run(monkeypatch, value):
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", value)
+    assert precision.check("bfloat16", "tensorflow", "cpu", ZEN4) == "bfloat16"
 
 
 @pytest.mark.parametrize(

@@ -216,3 +216,22 @@ def test_batcher_serves_a_small_request_between_chunks_of_large_ones():
 def test_whitespace_is_str_split_whitespace():
     assert set(WHITESPACE) == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
     assert split_tokens("a\u00a0b\u3000c") == ["a", "b", "c"]
+
+
+def test_a_code_point_models_text_must_be_utf8():
+    """Its graph decodes the text: bytes that are not UTF-8 are refused in one line naming the
+    input and the string, before the graph runs (which said only "Graph execution error")."""
+    signature_def = meta_graph_pb2.SignatureDef()
+    signature_def.inputs["sentences"].dtype = tf.string.as_datatype_enum
+    signature_def.inputs["sentences"].tensor_shape.dim.add(size=-1)
+    sentences = np.array([b"caf\xc3\xa9 .", b"caf\xe9 ."], dtype=object)
+    assert SignatureSpec("default", signature_def).validate({"sentences": sentences}) == 2
+    spec = SignatureSpec("default", signature_def, utf8_text=True)
+    with pytest.raises(ServingError) as error:
+        spec.validate({"sentences": sentences})
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.value.message == (
+        "input 'sentences' must be UTF-8 text for this model, which maps code points "
+        "(ELMoForManyLangs'); its string 1 is not (byte 3)"
+    )
+    assert spec.validate({"sentences": sentences[:1]}) == 1
