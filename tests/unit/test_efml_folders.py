@@ -359,3 +359,48 @@ def test_a_model_over_the_size_limits_is_refused_naming_the_model_config(folder,
     with pytest.raises(ForeignModelError) as error:
         conversion.convert(model_folder.read_folder(folder))
     assert str(error.value).startswith(f"{folder / 'cnn_tiny.json'}: 'encoder.dim' is 10, above")
+
+
+def test_a_dictionary_id_one_past_its_tables_last_row_is_refused(folder):
+    """32 entries are rows 0..31: an id of 32 (the others unchanged) is refused in one line."""
+    words = list(dictionaries.read_dictionary(folder / "word.dic").items())
+    words[-1] = (words[-1][0], len(words))
+    _rewrite_dic(folder / "word.dic", words)
+    with pytest.raises(ForeignModelError, match="word.dic: ids run to 32 for 32 entries"):
+        model_folder.read_folder(folder)
+
+
+def test_a_clip_of_0_is_efmls_no_clip():
+    """EFML tests `if clip:`: 0 clips nothing (a clip to 0.0 would zero every cell)."""
+    config = json.loads((EFML_TINY / "cnn_tiny.json").read_text())
+    config["encoder"].update(cell_clip=0, proj_clip=0.0)
+    parsed = model_folder.parse_model_config(json.dumps(config).encode(), "cnn_tiny.json")
+    assert (parsed.cell_clip, parsed.proj_clip) == (None, None)
+    config["encoder"].update(cell_clip=0.25, proj_clip=None)
+    parsed = model_folder.parse_model_config(json.dumps(config).encode(), "cnn_tiny.json")
+    assert (parsed.cell_clip, parsed.proj_clip) == (0.25, None)
+
+
+def test_the_sentence_markers_word_ids_fall_back_to_oov():
+    """A word.dic without <bos> and <eos> (EFML looks them up with <oov>'s id as default)."""
+    chars = dictionaries.read_dictionary(EFML_TINY / "char.dic")
+    words = {"<oov>": 0, "<pad>": 1, "cat": 2}
+    _, _, word_specials = codepoints.CodepointVocabulary.from_lexicons(chars, words)
+    assert dict(zip(codepoints.WORD_SPECIALS, word_specials)) == {
+        "oov": 1, "bos": 1, "eos": 1, "pad": 2
+    }  # fmt: skip
+    _, _, word_specials = codepoints.CodepointVocabulary.from_lexicons(
+        chars, {**words, "<bos>": 3, "<eos>": 4}
+    )
+    assert dict(zip(codepoints.WORD_SPECIALS, word_specials))["bos"] == 4
+
+
+def test_a_character_table_giving_one_code_point_two_ids_is_refused():
+    config, arrays = _converted()
+    codes = arrays["vocabulary/char_codepoints"].copy()
+    first, second = np.flatnonzero(codes >= 0)[:2]
+    codes[second] = codes[first]  # two ids, one character: which would it map to?
+    with pytest.raises(WeightFileError, match="'vocabulary/char_codepoints' gives one code point"):
+        codepoints.CodepointVocabulary.from_arrays(
+            config, {**arrays, "vocabulary/char_codepoints": codes}, "weights.hdf5"
+        )

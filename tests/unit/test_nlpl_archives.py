@@ -305,3 +305,33 @@ def test_state_dicts_in_pytorchs_zip_layout_are_extracted_and_read(tmp_path):
     assert sorted(folder.encoder) == sorted(expected)
     for name, array in expected.items():
         np.testing.assert_array_equal(folder.encoder[name], array)
+
+
+def _documented_rows(heading):
+    """The ``{id: (alias, description)}`` of the table under ``heading`` in docs/models.md."""
+    from support.paths import ROOT
+
+    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    section = text.split(heading, 1)[1].split("\n#", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if heading.startswith("### ELMoForManyLangs") and len(cells) == 6 and cells[0].isdigit():
+            rows[int(cells[0])] = (cells[1], cells[2])
+            rows[int(cells[3])] = (cells[4], cells[5])
+        elif len(cells) == 3 and cells[1].isdigit():
+            rows[int(cells[1])] = (cells[0], cells[2])
+    return rows
+
+
+def test_the_names_are_the_documented_ones():
+    """docs/models.md's tables and the registry agree, id by id: a swap in either fails."""
+    efml = _documented_rows("### ELMoForManyLangs' models (release 11)")
+    assert len(efml) == 44
+    assert {n: (nlpl.ENTRIES[n].alias, nlpl.ENTRIES[n].description) for n in efml} == {
+        n: (alias, f"ELMoForManyLangs, {language}") for n, (alias, language) in efml.items()
+    }
+    release_20 = _documented_rows("### bilm-tf models of release 20")
+    assert release_20 and {n: nlpl.ENTRIES[n].alias for n in release_20} == {
+        n: alias for n, (alias, _) in release_20.items()
+    }
