@@ -231,6 +231,11 @@ def _check_ranges(infos, source, size):
     end, previous = 0, None
     for info in sorted(infos, key=lambda i: i.header_offset):
         start = info.header_offset
+        if start < 0:  # the directory's offsets, less what comes before the archive
+            raise ForeignModelError(
+                f"{source}: member '{checks.shown(info.filename, 80, quote=False)}' starts "
+                "before the archive does"
+            )
         if previous is not None and start < end:
             raise ForeignModelError(
                 f"{source}: members '{checks.shown(previous.filename, 80, quote=False)}' and "

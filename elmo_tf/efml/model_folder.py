@@ -170,9 +170,9 @@ def config_candidates(config_path):
     found = []
     if not os.path.isabs(config_path) and not config_path.startswith(("/", "\\")):
         relative = os.path.normpath(config_path)
-        if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
+        if relative not in (os.curdir, os.pardir) and not relative.startswith(os.pardir + os.sep):
             found.append(relative)
-    if base:
+    if base not in ("", os.curdir, os.pardir):  # a file's name, not the folder or its parent
         found += [os.path.join("configs", base), base]
     return list(dict.fromkeys(found))
 

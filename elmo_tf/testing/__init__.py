@@ -7,5 +7,6 @@ the installed package: no ``sys.path`` edits).
 ``sotu_text``       the State of the Union text split and tokenised as for the bundled model
 ``onnx_stand_in``   ONNX files shaped like an export (input, outputs, metadata), no TensorFlow
 ``signatures``      the SavedModel export's signatures as ``SignatureSpec``s, without exporting
+``memory``          the peak memory of a call (``tracemalloc``), and the bound on a parser's
 ==================  ==============================================================
 """

@@ -24,7 +24,7 @@ from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import OptionsError, PresetError, TrainingPlanError
 from elmo_tf.training import run_directory
 from elmo_tf.training.corpus import list_files, read_corpus
-from elmo_tf.training.training_options import TrainingOptions
+from elmo_tf.training.training_options import TrainingOptions, check_known
 from elmo_tf.training.vocabulary import Vocabulary, check_size_arguments
 
 # Architecture settings (keys of ``plan_training``'s ``architecture``) and the ElmoConfig
@@ -106,9 +106,7 @@ def plan_training(
             may differ from the run's.
     """
     given = dict(training or {})
-    unknown = sorted(set(given) - {f.name for f in dataclasses.fields(TrainingOptions)})
-    if unknown:
-        raise TrainingPlanError(f"unknown training option(s) {', '.join(unknown)}")
+    check_known(given)
     if given.get("epochs") is not None and "max_steps" not in given:
         given["max_steps"] = None  # epochs given: they, not a saved max_steps, end the run
     architecture = dict(architecture or {})

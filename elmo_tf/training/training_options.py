@@ -4,7 +4,7 @@ import dataclasses
 import json
 import math
 
-from elmo_tf import files
+from elmo_tf import checks, files
 from elmo_tf.errors import TrainingPlanError
 
 # The optimizers a run can use and their default learning rates.
@@ -112,11 +112,18 @@ class TrainingOptions:
 
     @classmethod
     def from_dict(cls, values, source="training options"):
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - names)
-        if unknown:
-            raise TrainingPlanError(f"{source}: unknown training option(s) {', '.join(unknown)}")
+        check_known(values, f"{source}: ")
         return cls(**values)
+
+
+def check_known(values, prefix=""):
+    """``TrainingPlanError`` naming the keys of ``values`` that are no training option (the
+    first five, each shown on one line: a file's key may hold anything)."""
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(TrainingOptions)})
+    if unknown:
+        names = ", ".join(checks.shown(name, 40, quote=False) for name in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise TrainingPlanError(f"{prefix}unknown training option(s) {names}{more}")
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)

@@ -224,7 +224,7 @@ def test_weights_that_are_no_float32_values_are_refused_naming_the_tensor(folder
 def test_a_dictionary_longer_than_its_table_can_be_is_refused_before_it_is_read(folder):
     """token_embedder.pkl holds a row per entry: 500,000 lines cannot fit the tiny one's bytes,
     and are refused before a table is built (which would cost far more than the file)."""
-    from support.memory import peak_bytes
+    from elmo_tf.testing.memory import peak_bytes
 
     data = "".join(f"c{i}\t{i}\n" for i in range(500_000)).encode()
     (folder / "char.dic").write_bytes(data)
@@ -404,3 +404,17 @@ def test_a_character_table_giving_one_code_point_two_ids_is_refused():
         codepoints.CodepointVocabulary.from_arrays(
             config, {**arrays, "vocabulary/char_codepoints": codes}, "weights.hdf5"
         )
+
+
+@pytest.mark.parametrize("path", ["..", ".", "configs/..", "a/../..", "/x/..", ""])
+def test_config_candidates_never_name_the_folder_or_its_parent(path):
+    """Found by fuzz/efml_config.py: a config_path of '..' made '..' a place to look."""
+    for candidate in model_folder.config_candidates(path):
+        assert candidate not in (".", "..") and not candidate.startswith(".."), candidate
+
+
+def test_config_candidates_in_order():
+    assert model_folder.config_candidates("configs/cnn.json") == ["configs/cnn.json", "cnn.json"]
+    assert model_folder.config_candidates("/Users/x/cnn.json") == ["configs/cnn.json", "cnn.json"]
+    assert model_folder.config_candidates("../x/cnn.json") == ["configs/cnn.json", "cnn.json"]
+    assert model_folder.config_candidates("sub\\\\cnn.json")[-1] == "cnn.json"

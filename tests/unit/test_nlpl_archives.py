@@ -335,3 +335,13 @@ def test_the_names_are_the_documented_ones():
     assert release_20 and {n: nlpl.ENTRIES[n].alias for n in release_20} == {
         n: alias for n, (alias, _) in release_20.items()
     }
+
+
+def test_a_member_placed_before_the_archives_start_is_refused(tmp_path):
+    """Found by fuzz/nlpl_archive.py: 100 bytes cut from the first member move the directory,
+    and zipfile places that member at offset -100 (extracting it raised OSError)."""
+    data = zip_bytes(bilm_members(), compression=zipfile.ZIP_STORED)
+    archive = _write(tmp_path, data[:40] + data[140:])
+    with pytest.raises(ForeignModelError, match="'meta.json' starts before the archive does"):
+        zip_archives.extract(archive, tmp_path / "out")
+    assert _tree(tmp_path) == ["model.zip"]

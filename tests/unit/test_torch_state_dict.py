@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import torch_pickles
 from support.foreign_models import EFML_TINY
-from support.memory import peak_bytes
 
 from elmo_tf import torch_state_dict
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.testing.memory import peak_bytes
 from elmo_tf.torch_state_dict import parse_state_dict, read_state_dict
 
 
@@ -378,3 +378,31 @@ def test_the_expected_shapes_are_checked_before_any_value_is_read():
         assert str(outcome) == "refused by the caller"
         assert peak < len(data) // 4  # the 4 MB storage was never read
     assert seen == [{"w": ((1000, 1000), "<f4"), "h": ((2,), "<f2")}] * 2
+
+
+TORCH_FIXTURES = EFML_TINY.parents[1] / "torch"  # written by PyTorch's own torch.save
+
+
+def test_files_pytorchs_own_torch_save_wrote_read_value_for_value():
+    """The zip layout as PyTorch 2.13 writes it (tests/fixtures/torch/make_fixture.py): the
+    tiny EFML encoder saved again reads as its legacy file does; a module's views, tied
+    weights, half, bfloat16, double and int64 tensors read as PyTorch holds them."""
+    legacy = read_state_dict(EFML_TINY / "encoder.pkl")
+    current = read_state_dict(TORCH_FIXTURES / "encoder_zip.pkl")
+    assert list(current) == list(legacy)
+    for name, array in legacy.items():
+        np.testing.assert_array_equal(current[name], array)
+    module = read_state_dict(TORCH_FIXTURES / "module_zip.pt")
+    weight = module["linear.weight"]
+    assert weight.shape == (6, 4) and weight.dtype == np.float32
+    np.testing.assert_array_equal(module["linear.weight_t"], weight.T)
+    np.testing.assert_array_equal(module["tied.weight"], weight)
+    np.testing.assert_array_equal(module["row"], weight[2])
+    assert {k: (v.dtype.str, v.shape) for k, v in module.items() if k in (
+        "half", "bf16", "double", "steps")} == {
+        "half": ("<f2", (3,)), "bf16": ("<f4", (2, 3)), "double": ("<f8", (2,)),
+        "steps": ("<i8", (5,)),
+    }  # fmt: skip
+    np.testing.assert_array_equal(module["steps"], np.arange(5))
+    bf16 = module["bf16"].view(np.uint32)
+    assert not np.any(bf16 & 0xFFFF)  # widened from bfloat16's 16 bits: the low half is zero

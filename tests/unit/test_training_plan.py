@@ -50,6 +50,8 @@ def test_plan_of_a_new_run(tmp_path, text):
         ({"training": {"batch_size": 5}}, "4 sentences, fewer than batch_size 5"),
         ({"training": {"dropout": 1.5}}, "dropout must be in [0, 1), got 1.5"),
         ({"training": {"speed": 2}}, "unknown training option(s) speed"),
+        # a key holding a line break is shown escaped, on one line (found by fuzzing)
+        ({"training": {"\nroll_steps": 5}}, "unknown training option(s) \\nroll_steps"),
     ],
 )
 def test_contradictions_raise_training_plan_error(tmp_path, text, settings, message):

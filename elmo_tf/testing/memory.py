@@ -1,4 +1,5 @@
-"""What a call costs in memory, measured: the hostile-input tests' bound on a parser."""
+"""What a call costs in memory, measured: the bound the hostile-input tests and the fuzz targets
+put on a parser of outside bytes (its input may cost a small multiple of its size)."""
 
 import tracemalloc
 
@@ -22,3 +23,10 @@ def peak_bytes(function, *args, **kwargs):
         if not started:
             tracemalloc.stop()
     return outcome, peak
+
+
+def check_bounded(data, peak, factor, base=1 << 20):
+    """``AssertionError`` unless ``peak`` bytes are at most ``factor`` times ``data``'s length
+    plus ``base`` (what any input costs: tables, buffers)."""
+    bound = factor * len(data) + base
+    assert peak <= bound, f"{peak:,} bytes for a {len(data):,}-byte input (bound {bound:,})"
