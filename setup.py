@@ -81,6 +81,7 @@ setup(
             "pytest>=8,<10",
             "pytest-xdist>=3.6,<4",  # the suite runs on two workers (pyproject.toml)
             "hypothesis>=6.100,<7",  # the property tests of the foreign readers
+            "mutmut>=3.8,<4",  # mutation testing of the parsers (pyproject.toml's [tool.mutmut])
             "ruff==0.17.6",  # lint and format; pinned so CI and developers agree
             "build>=1.2,<2",  # the release artefacts (tests/integration/test_distribution.py)
             "grpcio>=1.85,<2",
