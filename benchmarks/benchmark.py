@@ -528,7 +528,7 @@ def without_tensorflow_env():
 
 @functools.cache
 def cpu_threads_module():
-    """``elmo_tf.cpu_threads``, loaded from its file so that this process never imports
+    """``elmo_tf.system.cpu_threads``, loaded from its file so that this process never imports
     TensorFlow (``import elmo_tf`` would)."""
     path = os.path.join(ROOT, "elmo_tf", "cpu_threads.py")
     spec = importlib.util.spec_from_file_location("_elmo_cpu_threads", path)

@@ -34,9 +34,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _configs(chars, words):
-    from elmo_tf import codepoints, presets
+    from elmo_tf import presets
     from elmo_tf.config import ElmoConfig
-    from elmo_tf.efml.model_folder import STANDARD_CONFIG
+    from elmo_tf.foreign.efml_folder import STANDARD_CONFIG
+    from elmo_tf.tokens import codepoints
 
     original = presets.preset("original")
     embedder, encoder = STANDARD_CONFIG["token_embedder"], STANDARD_CONFIG["encoder"]
@@ -64,7 +65,7 @@ def _configs(chars, words):
 def _efml_tables(sentences, chars, words):
     """EFML-style dictionaries: the corpus's characters first (then other code points up to
     ``chars``), the six specials; ``<oov> <bos> <eos> <pad>``, the corpus's words, fillers."""
-    from elmo_tf import codepoints
+    from elmo_tf.tokens import codepoints
 
     seen = list(dict.fromkeys(c for s in sentences for t in s for c in t))
     extra = (chr(c) for c in range(0x4E00, 0x4E00 + chars) if chr(c) not in seen)
@@ -94,8 +95,8 @@ def main():
         args.n, args.repeats = 16, 1
 
     import elmo_tf
-    from elmo_tf import token_mappers
     from elmo_tf.models import ELMo
+    from elmo_tf.tokens import token_mappers
 
     elmo_tf.configure_threads()
     base = read_sentences(args.sentences)

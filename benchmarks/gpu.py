@@ -302,7 +302,7 @@ def jax_reference(model, precision):
     import jax.numpy as jnp
     from jax import lax
 
-    from elmo_tf import characters
+    from elmo_tf.tokens import characters
 
     dtype = jnp.bfloat16 if precision == "bf16" else jnp.float32
     config = model.config

@@ -29,7 +29,8 @@ import importlib as _importlib
 import os as _os
 import sys as _sys
 
-from elmo_tf import _moved, environment, extras, native_logs
+from elmo_tf import _moved
+from elmo_tf.system import environment, extras, native_logs
 
 _moved.install()
 
@@ -42,11 +43,11 @@ _PUBLIC = {
     "ElmoLayer": "elmo_tf.export.elmo_layer",
     "OptionsError": "elmo_tf.errors",
     "WeightFileError": "elmo_tf.errors",
-    "batch_to_ids": "elmo_tf.characters",
-    "configure_threads": "elmo_tf.cpu_threads",
-    "load_weights": "elmo_tf.weight_file",
+    "batch_to_ids": "elmo_tf.tokens.characters",
+    "configure_threads": "elmo_tf.system.cpu_threads",
+    "load_weights": "elmo_tf.formats.weight_file",
     "preset": "elmo_tf.presets",
-    "save_weights": "elmo_tf.weight_file",
+    "save_weights": "elmo_tf.formats.weight_file",
 }
 __all__ = sorted(_PUBLIC)
 

@@ -25,8 +25,9 @@ import threading
 
 import keras
 
-from elmo_tf import extras
+from elmo_tf import precision as elmo_precision
 from elmo_tf.errors import ElmoError
+from elmo_tf.system import extras
 
 BACKENDS = ("tensorflow", "jax", "torch")
 
@@ -155,3 +156,14 @@ def weights_device(model):
         for parameter in model.parameters():
             return keras.device(str(parameter.device))
     return contextlib.nullcontext()
+
+
+def dtype_policy(precision, dtype=None):
+    """The Keras dtype policy a model of ``precision`` computes in on this backend and its
+    device (``elmo_tf.precision``: refused in one line where they cannot honour it);
+    ``ValueError`` where a ``dtype`` is given too."""
+    if dtype is not None:
+        raise ValueError("pass precision or dtype, not both")
+    runtime = name()
+    elmo_precision.check(precision, runtime, elmo_precision.default_device(runtime))
+    return elmo_precision.dtype_policy(precision)

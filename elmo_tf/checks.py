@@ -147,3 +147,25 @@ def shown(value, limit=SHOWN_CHARS, quote=True):
     except ValueError:  # an int too long for str() (sys.get_int_max_str_digits)
         return "<a very large integer>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def first_line(error):
+    """The first line of an error (an exception, or its message), stripped: the rest is a trace
+    (TensorFlow's op stack, HDF5's error stack). An exception with no message: its type's
+    name."""
+    lines = str(error).strip().splitlines()
+    if lines:
+        return lines[0].strip()
+    return type(error).__name__ if isinstance(error, BaseException) else ""
+
+
+def error_text(error, limit=None):
+    """An exception's message on one line (its whitespace runs as single spaces), cut at
+    ``limit`` characters; its type's name where it has none."""
+    text = " ".join(str(error).split())
+    return text[:limit] if limit is not None and text else text or type(error).__name__
+
+
+def with_article(noun):
+    """``noun`` after its indefinite article: ``an options file``, ``a weight file``."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"

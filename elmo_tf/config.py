@@ -1,6 +1,6 @@
 """ElmoConfig: the architecture described by an official ``options.json``, each value checked
-once (``validate``), its size bounded (``check_size``); ``elmo_tf.options_file`` reads a file
-into one.
+once (``validate``), its size bounded (``check_size``); ``elmo_tf.formats.options_file`` reads a
+file into one.
 
 An options file is untrusted input: it decides how much memory the model takes, so its sizes
 are bounded before anything is built. ``SIZE_LIMITS`` holds the defaults:
@@ -22,8 +22,11 @@ import dataclasses
 import json
 import math
 
-from elmo_tf import characters, checks, codepoints, environment, files, options_file
+from elmo_tf import checks
 from elmo_tf.errors import OptionsError
+from elmo_tf.formats import options_file
+from elmo_tf.system import environment, files
+from elmo_tf.tokens import characters, codepoints
 
 SIZE_LIMITS = {"parameters": 1_000_000_000, "dimension": 32_768, "layers": 32}
 SIZE_LIMIT_ENV = {
@@ -80,8 +83,8 @@ class ElmoConfig:
         n_characters: character ids, 0 (a padded token position) included: 262 at inference
             and 261 in training with UTF-8 bytes; the table's size with code points.
         character_scheme: how a token becomes character ids: ``"utf8-bytes"`` (bilm-tf's,
-            ``elmo_tf.characters``) or ``"codepoints"`` (ELMoForManyLangs', a per-model table
-            of code points: ``elmo_tf.codepoints``).
+            ``elmo_tf.tokens.characters``) or ``"codepoints"`` (ELMoForManyLangs', a per-model table
+            of code points: ``elmo_tf.tokens.codepoints``).
         special_characters: with code points, the ids of ``codepoints.CHAR_SPECIALS``.
         word_embedding_dim: width of the word embedding concatenated before the token
             projection (ELMoForManyLangs' word branch); 0: none.
@@ -150,13 +153,14 @@ class ElmoConfig:
 
     @property
     def uses_codepoints(self):
-        """Whether tokens are mapped by a per-model code-point table (``elmo_tf.codepoints``)."""
+        """Whether tokens are mapped by a per-model code-point table
+        (``elmo_tf.tokens.codepoints``)."""
         return self.character_scheme == codepoints.CODEPOINTS
 
     @property
     def id_width(self):
         """Ids per token row the model takes: the character slots, then the word id when the
-        model has a word embedding (``elmo_tf.codepoints``)."""
+        model has a word embedding (``elmo_tf.tokens.codepoints``)."""
         return self.max_characters_per_token + (1 if self.word_embedding_dim else 0)
 
     @property
@@ -191,7 +195,7 @@ class ElmoConfig:
 
     def validate(self):
         """Raises ``OptionsError`` naming the first value that breaks its rule (the rules:
-        ``elmo_tf.options_file.FIELDS``)."""
+        ``elmo_tf.formats.options_file.FIELDS``)."""
         for field in options_file.FIELDS:
             if problem := field.check(getattr(self, field.attribute)):
                 raise InvalidValue(field.key, problem)
@@ -228,13 +232,13 @@ class ElmoConfig:
     def from_options(cls, options, source="options", size_limits=None):
         """Builds a config from a parsed options.json dict (``source`` names it in errors),
         every value checked and the model's size bounded (``size_limits``); see
-        ``elmo_tf.options_file``."""
+        ``elmo_tf.formats.options_file``."""
         return options_file.config_from_options(cls, options, source, size_limits)
 
     @classmethod
     def from_file(cls, path, size_limits=None):
         """Reads an official options.json; errors name the file and the offending key (see
-        ``elmo_tf.options_file``)."""
+        ``elmo_tf.formats.options_file``)."""
         return options_file.read_config(cls, path, size_limits)
 
     def to_options(self):

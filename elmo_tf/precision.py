@@ -37,11 +37,9 @@ DEFAULT_PRECISION = "float32"
 RUNTIMES = ("tensorflow", "torch", "jax", "onnx", "tflite")
 # The runtimes in this process (Keras's backends), against the exported files' runtimes.
 IN_PROCESS = ("tensorflow", "torch", "jax")
-# /proc/cpuinfo flags of native bfloat16 arithmetic: AVX-512 BF16 (Cooper Lake, Zen 4 on) and
-# AMX (Sapphire Rapids on).
-BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-# ... and of int8 dot products (ONNX Runtime's u8 x s8 kernels use them).
-INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+# /proc/cpuinfo flags of native bfloat16 arithmetic: AVX-512 BF16 (Cooper Lake, Zen 4 on),
+# AMX (Sapphire Rapids on), and Arm's BF16 extension (its "Features" line: Neoverse V1 on).
+BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
 CPUINFO = "/proc/cpuinfo"
 
 _INT8_THROUGH_EXPORT = (
@@ -65,12 +63,12 @@ def check_name(precision, name="precision"):
 
 
 def cpu_flags(path=CPUINFO):
-    """The CPU's feature flags (``/proc/cpuinfo``'s first ``flags`` line), or an empty set where
-    there is no such file (macOS, Windows)."""
+    """The CPU's feature flags (``/proc/cpuinfo``'s first ``flags`` line on x86, ``Features``
+    line on Arm), or an empty set where there is no such file (macOS, Windows)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith("flags"):
+                if line.startswith(("flags", "Features")):
                     return set(line.partition(":")[2].split())
     except OSError:
         pass
@@ -87,12 +85,6 @@ def native_bf16(runtime=None, flags=None):
             return any(capabilities.get(flag) for flag in BF16_FLAGS)
     flags = cpu_flags() if flags is None else flags
     return any(flag in flags for flag in BF16_FLAGS)
-
-
-def fast_int8(flags=None):
-    """Whether this CPU has int8 dot-product instructions (VNNI or AMX)."""
-    flags = cpu_flags() if flags is None else flags
-    return any(flag in flags for flag in INT8_FLAGS)
 
 
 def check(precision, runtime, device="cpu", flags=None):

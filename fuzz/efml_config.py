@@ -1,5 +1,5 @@
 """Fuzz target: an ELMoForManyLangs model's two JSON configs, ``config.json`` (the trainer's
-arguments: ``efml.model_folder.parse_train_config``, its ``config_path``) and the model config
+arguments: ``efml_folder.parse_train_config``, its ``config_path``) and the model config
 (``parse_model_config``: the encoder's and the token embedder's hyper-parameters); and the
 places inside a folder ``config_path`` leads to (``config_candidates``).
 
@@ -16,8 +16,8 @@ import json
 import os
 import pathlib
 
-from elmo_tf.efml import model_folder
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.foreign import efml_folder
 from elmo_tf.testing.memory import check_bounded, peak_bytes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -29,9 +29,9 @@ DICTIONARY = [b'"config_path"', b'"encoder"', b'"token_embedder"', b'"filters"',
 
 def _parse(data):
     if data[0] % 2 == 0:
-        path = model_folder.parse_train_config(data[1:], "config.json")
-        return path, model_folder.config_candidates(path)
-    return model_folder.parse_model_config(data[1:], "model.json"), None
+        path = efml_folder.parse_train_config(data[1:], "config.json")
+        return path, efml_folder.config_candidates(path)
+    return efml_folder.parse_model_config(data[1:], "model.json"), None
 
 
 def TestOneInput(data):  # noqa: N802 - libFuzzer's name
@@ -57,6 +57,6 @@ def TestOneInput(data):  # noqa: N802 - libFuzzer's name
 
 
 def seed_corpus():
-    standard = json.dumps(model_folder.STANDARD_CONFIG).encode()
+    standard = json.dumps(efml_folder.STANDARD_CONFIG).encode()
     return [b"\x00" + (EFML / "config.json").read_bytes(),
             b"\x01" + (EFML / "cnn_tiny.json").read_bytes(), b"\x01" + standard]  # fmt: skip

@@ -1,5 +1,5 @@
 """Fuzz target: an ELMoForManyLangs dictionary, ``char.dic`` or ``word.dic``
-(``efml.dictionaries.parse_dictionary``: ``token<TAB>id`` lines, split as EFML splits them),
+(``efml_dictionaries.parse_dictionary``: ``token<TAB>id`` lines, split as EFML splits them),
 bounded as a model folder bounds it (``MAX_ENTRIES``, what a table can hold).
 
 The input: a dictionary's bytes. The seed corpus: the tiny ELMoForManyLangs model's two
@@ -13,8 +13,8 @@ few hundred bytes for a line of four, which is why the folder bounds the lines f
 
 import pathlib
 
-from elmo_tf.efml import dictionaries
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.foreign import efml_dictionaries
 from elmo_tf.testing.memory import check_bounded, peak_bytes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ DICTIONARY = [b"\t", b"\n", b"\r\n", "\u2028".encode(), b"\xc2\x85", b"<oov>", b
 
 
 def TestOneInput(data):  # noqa: N802 - libFuzzer's name
-    outcome, peak = peak_bytes(dictionaries.parse_dictionary, data, "char.dic", MAX_ENTRIES)
+    outcome, peak = peak_bytes(efml_dictionaries.parse_dictionary, data, "char.dic", MAX_ENTRIES)
     check_bounded(data, peak, MEMORY_FACTOR)
     if isinstance(outcome, ForeignModelError):
         message = str(outcome)

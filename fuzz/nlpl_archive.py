@@ -1,7 +1,7 @@
-"""Fuzz target: an NLPL repository archive (``zip_archives.parse_archive``: the directory's
-names, kinds, sizes, ratios and compressed ranges), then, where the directory passes, the
-extraction of what the model reads (``zip_archives.extract``: each member's bytes counted as
-its stream consumes them).
+"""Fuzz target: an NLPL repository archive (``model_kinds.parse_archive``: the directory's
+names, sizes, ratios and compressed ranges, ``zip_archives.parse_archive``, then the model's
+kind), then, where the directory passes, the extraction of what the model reads
+(``model_kinds.unpack_archive``: each member's bytes counted as its stream consumes them).
 
 The input: a zip archive's bytes. The seed corpus: the NLPL-style bilm-tf archive of the tests
 (tests/fixtures/nlpl/tiny_bilm.zip) and the tiny ELMoForManyLangs model zipped as the
@@ -20,8 +20,9 @@ import shutil
 import tempfile
 import zipfile
 
-from elmo_tf import zip_archives
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.foreign import zip_archives
+from elmo_tf.kinds import model_kinds
 from elmo_tf.testing.memory import check_bounded, peak_bytes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -38,14 +39,14 @@ def _check_message(error, source):
 
 
 def TestOneInput(data):  # noqa: N802 - libFuzzer's name
-    layout, peak = peak_bytes(zip_archives.parse_archive, data, "archive")
+    outcome, peak = peak_bytes(model_kinds.parse_archive, data, "archive")
     check_bounded(data, peak, MEMORY_FACTOR)
-    if isinstance(layout, ForeignModelError):
-        _check_message(layout, "archive: ")
+    if isinstance(outcome, ForeignModelError):
+        _check_message(outcome, "archive: ")
         return
-    if isinstance(layout, Exception):
-        raise layout
-    assert layout.kind in (zip_archives.BILM, zip_archives.EFML)
+    if isinstance(outcome, Exception):
+        raise outcome
+    assert outcome[1] in model_kinds.KINDS
     scratch = tempfile.mkdtemp(prefix="fuzz-archive-")
     try:
         archive = os.path.join(scratch, "model.zip")
@@ -53,7 +54,7 @@ def TestOneInput(data):  # noqa: N802 - libFuzzer's name
             f.write(data)
         destination = os.path.join(scratch, "model")
         try:
-            zip_archives.extract(archive, destination)
+            model_kinds.unpack_archive(archive, destination)
         except ForeignModelError as e:
             _check_message(e, archive)
             assert not os.path.exists(destination)

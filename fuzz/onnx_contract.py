@@ -1,6 +1,6 @@
 """Fuzz target: the ONNX runner's contract check (``elmo_tf.export.onnx``) on fuzzed model
 bytes, without an ONNX Runtime session (loading one per input would be most of the time):
-``options_metadata_of`` walks the bytes for the ``elmo_tf.options`` entries, ``onnx`` parses
+``onnx_metadata.metadata_of`` walks the bytes for the ``elmo_tf.options`` entries, ``onnx`` parses
 them as ONNX Runtime would, and ``check_contract`` checks the graph's input, outputs and their
 metadata on a stand-in of the session that holds the graph's declared input and outputs as
 ONNX Runtime reports them.
@@ -15,7 +15,7 @@ import types
 
 from google.protobuf.message import DecodeError
 
-from elmo_tf import extras
+from elmo_tf.system import extras
 
 extras.require("onnx", "fuzz/onnx_contract.py", modules=("onnx",))
 
@@ -23,8 +23,9 @@ import onnx
 
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import ModelFileError
-from elmo_tf.export.onnx import OPTIONS_KEY, check_contract, options_metadata_of
-from elmo_tf.options_file import MAX_OPTIONS_BYTES
+from elmo_tf.export import onnx_metadata
+from elmo_tf.export.onnx_contract import OPTIONS_KEY, check_contract
+from elmo_tf.formats.options_file import MAX_OPTIONS_BYTES
 from elmo_tf.testing.onnx_stand_in import stand_in_model, stand_in_options
 
 SOURCE = "fuzzed.onnx"
@@ -93,7 +94,8 @@ _ELEMENTS = set(onnx.TensorProto.DataType.values())
 
 def TestOneInput(data):  # noqa: N802 - libFuzzer's name
     try:
-        entries = options_metadata_of(io.BytesIO(data), len(data), SOURCE)
+        walked = onnx_metadata.metadata_of(io.BytesIO(data), len(data), SOURCE, [OPTIONS_KEY])
+        entries = walked.values(OPTIONS_KEY, MAX_OPTIONS_BYTES)
     except ModelFileError as e:
         _check_message(e)
         entries = None

@@ -11,17 +11,20 @@ The contract: a vocabulary whose bytes are the input and whose tables map tokens
 
 import pathlib
 
-from elmo_tf import codepoints
 from elmo_tf.errors import WeightFileError
+from elmo_tf.tokens import codepoints
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = "model.onnx: its elmo_tf.vocabulary metadata"
 
 
 def _model():
-    from elmo_tf.efml import conversion, model_folder
+    from elmo_tf.foreign import efml_folder
+    from elmo_tf.kinds import efml_conversion
 
-    config, arrays = conversion.convert(model_folder.read_folder(ROOT / "tests/fixtures/efml/tiny"))
+    config, arrays = efml_conversion.convert(
+        efml_folder.read_folder(ROOT / "tests/fixtures/efml/tiny")
+    )
     vocabulary = codepoints.CodepointVocabulary.from_arrays(config, arrays, "fixture")
     return config, vocabulary
 

@@ -18,7 +18,7 @@ import gzip
 import json
 import zlib
 
-from elmo_tf import extras
+from elmo_tf.system import extras
 
 extras.require("serving", "fuzz/rest_body.py")
 

@@ -10,7 +10,7 @@ A target is a module ``fuzz/NAME.py`` that defines, at its top level:
 - optionally ``DICTIONARY``: byte strings the fuzzer inserts whole (a format's keywords),
   given to libFuzzer as its ``-dict``.
 
-A target whose optional extra is missing raises ``elmo_tf.extras.MissingExtraError`` when
+A target whose optional extra is missing raises ``elmo_tf.system.extras.MissingExtraError`` when
 imported (``extras.require``); every module here that defines ``TestOneInput`` is a target.
 
 Each target runs in a child process of its own (libFuzzer exits when it is done), with a

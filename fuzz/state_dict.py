@@ -16,8 +16,8 @@ import pathlib
 import numpy as np
 
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.foreign.torch_state_dict import parse_state_dict
 from elmo_tf.testing.memory import check_bounded, peak_bytes
-from elmo_tf.torch_state_dict import parse_state_dict
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SEEDS = [

@@ -17,7 +17,7 @@ the limits allow.
 import grpc
 from google.protobuf.message import DecodeError
 
-from elmo_tf import extras
+from elmo_tf.system import extras
 
 extras.require("serving", "fuzz/tensor_proto.py")
 
@@ -25,11 +25,11 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2, types_pb2
 
-from elmo_tf.characters import batch_to_ids
 from elmo_tf.serving.errors import ServingError
 from elmo_tf.serving.request_limits import RequestLimits
 from elmo_tf.serving.tensors import from_tensor_proto
 from elmo_tf.testing.signatures import export_signatures
+from elmo_tf.tokens.characters import batch_to_ids
 
 LIMITS = RequestLimits()  # the server's defaults
 CODES = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)

@@ -17,7 +17,7 @@ import codecs
 import io
 
 from elmo_tf.errors import InputFileError
-from elmo_tf.text_lines import decoded_lines, raw_lines
+from elmo_tf.tokens.text_lines import decoded_lines, raw_lines
 
 READ_SIZES = [*range(1, 256), 1 << 16]
 DICTIONARY = [

@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 
-from elmo_tf import extras
+from elmo_tf.system import extras
 
 extras.require("serving", "fuzz/warmup_records.py")  # PredictionLog, TensorFlow's reader
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import WeightFileError
-from elmo_tf.weight_file import _ZERO_ROW_DATASETS, expected_datasets, parse_weight_file
+from elmo_tf.formats.weight_file import _ZERO_ROW_DATASETS, expected_datasets, parse_weight_file
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 _DIRECTORY = tempfile.mkdtemp(prefix="fuzz-weights-")
@@ -41,14 +41,15 @@ CHANGES = ("drop", "reshape", "dtype", "nonfinite", "group", "extra", "external 
 
 def _models():
     """``[(config, {dataset: array})]``: the valid files the changes start from."""
-    from elmo_tf.efml import conversion, model_folder
+    from elmo_tf.foreign import efml_folder
+    from elmo_tf.kinds import efml_conversion
 
     tiny = ROOT / "tests" / "fixtures" / "tiny"
     arrays = {}
     with h5py.File(tiny / "weights.hdf5", "r") as f:  # the project's own fixture
         f.visititems(lambda n, o: arrays.__setitem__(n, o[...]) if isinstance(o, h5py.Dataset)
                      else None)  # fmt: skip
-    efml = conversion.convert(model_folder.read_folder(ROOT / "tests/fixtures/efml/tiny"))
+    efml = efml_conversion.convert(efml_folder.read_folder(ROOT / "tests/fixtures/efml/tiny"))
     return [(ElmoConfig.from_file(tiny / "options.json"), arrays), efml]
 
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from elmo_tf import characters
+from elmo_tf.tokens import characters
 
 
 def batch_to_ids(batch):

@@ -11,12 +11,12 @@ import torch
 
 from elmo_tf import checks, precision, presets
 from elmo_tf.allennlp import checkpoint_layout
-from elmo_tf.characters import BOS_CHAR_IDS, EOS_CHAR_IDS, batch_to_ids
 from elmo_tf.config import ElmoConfig
+from elmo_tf.formats.weight_file import load_weights
 from elmo_tf.models.char_ids import check_char_ids
 from elmo_tf.models.elmo import ELMo
 from elmo_tf.models.outputs import LSTMState
-from elmo_tf.weight_file import load_weights
+from elmo_tf.tokens.characters import BOS_CHAR_IDS, EOS_CHAR_IDS, batch_to_ids
 
 MAX_OUTPUT_REPRESENTATIONS = 64
 # Words per character-CNN call when the vocabulary's vectors are cached (AllenNLP's 32 x 32).

@@ -15,7 +15,7 @@ Example: a token list (``["The", "cat", "sat"]``; ``[]`` for a blank line). Pred
   ``elmo`` ``(n, 2P)``, ``default`` ``(2P,)``, ``sequence_len`` (``n``);
 - ``"all"``: ``(L + 1, n, 2P)``; ``"top"``, ``"average"``: ``(n, 2P)``; float32, what
   ``elmo-tf embed --all/--top/--average`` writes for the line
-  (``elmo_tf.embedding_file.layer_stack`` and ``select_layers``).
+  (``elmo_tf.formats.embedding_file.layer_stack`` and ``select_layers``).
 
 Batching: ``embed_batches`` sorts a batch by length and caches each distinct token's
 context-free vector for the rest of the call, so both work better the more sentences one call
@@ -30,7 +30,8 @@ memory stays bounded when a Beam batch holds long sentences.
 >>> # keyed_tokens | RunInference(handler) -> (key, PredictionResult(tokens, (n, 2P)))
 """
 
-from elmo_tf import backend, extras
+from elmo_tf import backend
+from elmo_tf.system import extras
 
 backend.require_tensorflow("the Beam job")  # one line, before TensorFlow
 extras.require("beam", __name__)
@@ -43,12 +44,12 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from elmo_tf import urls
 from elmo_tf.beam import DEFAULT_INNER_BATCH_SIZE, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MIN_BATCH_SIZE
-from elmo_tf.embedding_file import LAYER_CHOICES, layer_stack, select_layers
+from elmo_tf.formats.embedding_file import LAYER_CHOICES, layer_stack, select_layers
 from elmo_tf.models import ELMo, load_pretrained
 from elmo_tf.models.length_batches import DEFAULT_MAX_BATCH_TOKENS, check_max_batch_tokens
 from elmo_tf.presets.bundled import DEFAULT_MODEL
+from elmo_tf.system import urls
 
 # The files a remote model directory must hold (copied to local disk before loading).
 _MODEL_FILES = ("options.json", "weights.hdf5")

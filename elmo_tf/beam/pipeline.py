@@ -2,11 +2,11 @@
 ``build_pipeline``.
 
 Every line of every file the input patterns match (UTF-8, one whitespace-tokenised sentence a
-line, read by ``elmo_tf.text_lines`` exactly as ``elmo-tf embed`` reads it; ``.gz`` and ``.bz2``
-files are decompressed) gives exactly one record keyed by ``source`` (the path as matched) and
-``line`` (its 0-based number), blank lines included (``n = 0`` tokens); the record layout is in
-``elmo_tf.beam.records``. Records go to ``PREFIX-SSSSS-of-NNNNN.parquet`` (or ``.tfrecord``) in
-no particular order. A line that cannot be embedded goes to
+line, read by ``elmo_tf.tokens.text_lines`` exactly as ``elmo-tf embed`` reads it; ``.gz`` and
+``.bz2`` files are decompressed) gives exactly one record keyed by ``source`` (the path as matched)
+and ``line`` (its 0-based number), blank lines included (``n = 0`` tokens); the record layout is in
+``elmo_tf.beam.records``. Records go to ``PREFIX-SSSSS-of-NNNNN.parquet`` (or ``.tfrecord``) in no
+particular order. A line that cannot be embedded goes to
 ``PREFIX-dead-letters-SSSSS-of-NNNNN.jsonl`` with its reason instead of failing the job:
 
 - not valid UTF-8, or holding a NUL byte (``elmo-tf embed`` stops on these);
@@ -24,7 +24,8 @@ writer. Beam metrics in the ``elmo_tf`` namespace count ``embedded_lines``,
 pipeline of your own can use ``build_pipeline`` or the transforms directly.
 """
 
-from elmo_tf import backend, extras
+from elmo_tf import backend, checks
+from elmo_tf.system import extras
 
 backend.require_tensorflow("the Beam job")  # one line, before TensorFlow
 extras.require("beam", __name__)
@@ -48,7 +49,7 @@ from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 from elmo_tf.beam import FORMATS, records
 from elmo_tf.beam.local_inputs import check_local_inputs
 from elmo_tf.errors import InputFileError
-from elmo_tf.text_lines import (
+from elmo_tf.tokens.text_lines import (
     DEFAULT_MAX_LINE_BYTES,
     MAX_TOKENS_PER_LINE,
     line_problem,
@@ -100,7 +101,7 @@ class NumberedLines(beam.DoFn):
                     yield source, line.number, line.data, problem
                     number = line.number + 1
         except (EOFError, OSError, lzma.LZMAError, zlib.error) as e:
-            reason = " ".join(str(e).split()) or type(e).__name__
+            reason = checks.error_text(e)
             yield (
                 source,
                 number,

@@ -17,7 +17,7 @@ has no token cache (each call runs the character CNN on every token), so it is s
 the Keras handler on a CPU; the numbers are the same up to float32 summation order.
 """
 
-from elmo_tf import extras
+from elmo_tf.system import extras
 
 extras.require("beam", __name__)
 

@@ -21,14 +21,16 @@ import os
 import shutil
 import sys
 
-from elmo_tf import beam, checks, native_logs, text_lines
+from elmo_tf import beam, checks
 from elmo_tf.beam.local_inputs import check_local_inputs
 from elmo_tf.cli.common import CommandError, check_input_name, check_output_prefix, require_extra
 from elmo_tf.cli.model_flags import add_model_arguments, model_source
 from elmo_tf.errors import InputFileError
 from elmo_tf.models.length_batches import DEFAULT_MAX_BATCH_TOKENS
+from elmo_tf.system import native_logs
+from elmo_tf.tokens import text_lines
 
-LAYER_CHOICES = ("all", "top", "average")  # elmo_tf.embedding_file's, without TensorFlow
+LAYER_CHOICES = ("all", "top", "average")  # elmo_tf.formats.embedding_file's, without TensorFlow
 # Output shards at most: each is a file, and Beam opens a writer per shard.
 MAX_NUM_SHARDS = 10_000
 # Local worker processes (--direct_num_workers) at most, per core: each imports TensorFlow and

@@ -12,10 +12,10 @@ other files). The cache is ``ELMO_TF_CACHE_DIR``, else ``$XDG_CACHE_HOME/elmo_tf
 
 import os
 
-from elmo_tf import urls
 from elmo_tf.cli.common import CommandError, check_input_name
 from elmo_tf.cli.model_flags import cached_urls
 from elmo_tf.presets import cache_entries, nlpl, published
+from elmo_tf.system import urls
 
 
 def add_parser(subparsers):

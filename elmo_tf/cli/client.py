@@ -24,7 +24,7 @@ from elmo_tf.cli.common import CommandError, require_extra
 from elmo_tf.errors import InputFileError
 from elmo_tf.export.versions import parse_version
 from elmo_tf.serving.options import check_seconds
-from elmo_tf.text_lines import decoded_lines, read_text_lines
+from elmo_tf.tokens.text_lines import decoded_lines, read_text_lines
 
 SIGNATURES = ("default", "tokens", "char_ids")
 DEFAULT_TIMEOUT_SECONDS = 60.0

@@ -2,8 +2,8 @@
 
 import os
 
-from elmo_tf import extras, files
 from elmo_tf.errors import ElmoError, InputFileError
+from elmo_tf.system import extras, files
 
 
 class CommandError(ElmoError):

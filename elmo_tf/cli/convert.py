@@ -10,7 +10,6 @@ checked as the loader reads it, and the weights are written as data.
 """
 
 import os
-import shutil
 import sys
 
 from elmo_tf.cli.common import CommandError, check_input_name, check_output_directory
@@ -40,9 +39,8 @@ def add_parser(subparsers):
 
 def run(args):
     # lazy: the command's modules, after argparse answered (no TensorFlow among them)
-    from elmo_tf import presets, weight_file, zip_archives
-    from elmo_tf.config import ElmoConfig
-    from elmo_tf.efml import conversion, model_folder
+    from elmo_tf import presets
+    from elmo_tf.kinds import model_kinds
 
     check_input_name(args.source, "SRC", what="model")
     inputs = [p for p in presets.local_paths(args.source) if os.path.exists(p)]
@@ -54,38 +52,12 @@ def run(args):
             "or give --overwrite to replace them"
         )
     with presets.open_model(args.source) as files:
+        contents = model_kinds.read(files)  # the folder may be a temporary one (an archive's)
         os.makedirs(args.outdir, exist_ok=True)
-        options = os.path.join(args.outdir, "options.json")
-        weights = os.path.join(args.outdir, "weights.hdf5")
-        if files.kind == zip_archives.EFML:
-            folder = model_folder.read_folder(files.folder)
-            config, arrays = conversion.convert(folder)
-            weight_file.write_arrays(arrays, weights)
-            config.save(options)
-            # the folder may be a temporary one (an archive's): named as the user named it
-            config_name = (
-                "EFML's standard one"
-                if folder.config_source == "standard"
-                else os.path.relpath(folder.config_source, files.folder)
-            )
-            what = f"ELMoForManyLangs model {args.source} (model config: {config_name})"
-        else:
-            config = ElmoConfig.from_file(files.options)
-            weight_file.check_file(config, files.weights)
-            _copy(files.weights, weights)
-            config.save(options)
-            if files.vocab is not None and files.vocab.endswith("vocab.txt"):
-                _copy(files.vocab, os.path.join(args.outdir, "vocab.txt"))
-            what = f"bilm-tf model {args.source}"
+        contents.write(args.outdir)
     print(
-        f"{args.outdir}: options.json, weights.hdf5 of the {what}, {config.describe()}",
+        f"{args.outdir}: options.json, weights.hdf5 of the {contents.description}, "
+        f"{contents.config.describe()}",
         file=sys.stderr,
     )
     return 0
-
-
-def _copy(source, target):
-    from elmo_tf import files  # lazy: beside the command's other modules
-
-    with files.atomic_path(target) as tmp:
-        shutil.copyfile(source, tmp)

@@ -1,7 +1,7 @@
 """``elmo-tf embed``: ELMo vectors for every line of a text file, written to HDF5.
 
 The layout (AllenNLP's former ``allennlp elmo`` command) and the atomic write are those of
-``elmo_tf.embedding_file``; this module parses the flags and shows progress.
+``elmo_tf.formats.embedding_file``; this module parses the flags and shows progress.
 """
 
 import os
@@ -9,7 +9,6 @@ import stat
 import sys
 import time
 
-from elmo_tf import extras, untrusted_files
 from elmo_tf.cli.common import (
     STANDARD_INPUT,
     CommandError,
@@ -25,17 +24,18 @@ from elmo_tf.cli.model_flags import (
     load_model,
 )
 from elmo_tf.cli.progress import Progress
-from elmo_tf.cpu_threads import configure_threads
-from elmo_tf.embedding_file import (
+from elmo_tf.errors import ModelFileError
+from elmo_tf.formats.embedding_file import (
     LAYER_CHOICES,
     check_max_tokens_per_line,
     iter_lines,
     write_embeddings,
 )
-from elmo_tf.errors import ModelFileError
 from elmo_tf.models import length_batches
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
-from elmo_tf.text_lines import MAX_TOKENS_PER_LINE
+from elmo_tf.system import extras, untrusted_files
+from elmo_tf.system.cpu_threads import configure_threads
+from elmo_tf.tokens.text_lines import MAX_TOKENS_PER_LINE
 
 FORMATS = LAYER_CHOICES
 

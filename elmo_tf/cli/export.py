@@ -12,7 +12,6 @@ import os
 import sys
 import time
 
-from elmo_tf import extras, files
 from elmo_tf.cli.common import (
     CommandError,
     check_output_directory,
@@ -33,6 +32,7 @@ from elmo_tf.export.versions import version_directory
 from elmo_tf.models.settings import FINE_TUNE_CHOICES, check_settings
 from elmo_tf.precision import PRECISIONS, PrecisionError
 from elmo_tf.precision import check as check_precision
+from elmo_tf.system import extras, files
 
 
 def add_parser(subparsers):

@@ -12,7 +12,7 @@ Every command parses its arguments, and checks them and the extra it needs, befo
 TensorFlow: ``elmo-tf --help``, a subcommand's ``--help`` and a usage error answer at once
 (the command modules import only light modules at the top; ``elmo_tf/__init__`` leaves
 TensorFlow out in this process). TensorFlow's native start-up logs are hidden unless
-``--verbose`` is given or ``TF_CPP_MIN_LOG_LEVEL=0`` is set (``elmo_tf.native_logs``).
+``--verbose`` is given or ``TF_CPP_MIN_LOG_LEVEL=0`` is set (``elmo_tf.system.native_logs``).
 """
 
 import argparse
@@ -24,10 +24,11 @@ import select
 import signal
 import sys
 
-from elmo_tf import __version__, environment, extras, native_logs
+from elmo_tf import __version__
 from elmo_tf.cli import beam as beam_command
 from elmo_tf.cli import stop_signals
 from elmo_tf.errors import ElmoError, OutputFileError
+from elmo_tf.system import environment, extras, native_logs
 
 PROG = "elmo-tf"
 COMMANDS = (

@@ -124,10 +124,12 @@ def check_model(args):
     meant when a name is also a directory here. Returns the paths the model is read from (a
     command's outputs must not replace them)."""
     # lazy: after the flags' own checks, and none of them imports TensorFlow
-    from elmo_tf import presets, untrusted_files, urls, weight_file
+    from elmo_tf import presets
     from elmo_tf.config import ElmoConfig
     from elmo_tf.errors import WeightFileError
+    from elmo_tf.formats import weight_file
     from elmo_tf.presets import cache_entries
+    from elmo_tf.system import untrusted_files, urls
 
     source = model_source(args)
     for flag, value, what in (

@@ -5,8 +5,8 @@ import time
 
 from tqdm.auto import tqdm
 
-from elmo_tf import native_logs
 from elmo_tf.cli import stop_signals
+from elmo_tf.system import native_logs
 
 
 class Progress:

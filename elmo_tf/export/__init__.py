@@ -12,6 +12,8 @@
 ``onnx_export``          ``export_onnx``: an ONNX model with built-in operators only
 ``onnx_lstm``            the biLSTM loop the ONNX export traces (tf2onnx converts it)
 ``onnx``                 ``run_onnx``, ``OnnxModel``: running it with ONNX Runtime, no TensorFlow
+``onnx_contract``        what an ONNX export holds: its input, outputs and metadata, checked
+``onnx_metadata``        its metadata entries, read in one walk of the file
 ``onnx_triton``          a Triton model repository for the ONNX export
 =======================  ================================================================
 

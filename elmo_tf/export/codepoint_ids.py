@@ -1,4 +1,5 @@
-"""``CodepointIds``: a code-point model's token mapping (``elmo_tf.codepoints``) in the graph.
+"""``CodepointIds``: a code-point model's token mapping (``elmo_tf.tokens.codepoints``) in the
+graph.
 
 The SavedModel's string signatures of a model converted from ELMoForManyLangs map tokens as
 ``codepoints.CodepointMapper`` does on the host, row for row: the token decoded from UTF-8
@@ -18,7 +19,7 @@ backend.require_tensorflow("the code-point mapping of the SavedModel")  # one li
 import numpy as np
 import tensorflow as tf
 
-from elmo_tf import codepoints
+from elmo_tf.tokens import codepoints
 
 
 class CodepointIds(tf.__internal__.tracking.AutoTrackable):

@@ -15,7 +15,7 @@ needs from the runtime::
 import os
 import weakref
 
-from elmo_tf import extras
+from elmo_tf.system import extras
 
 extras.require("tflite", __name__)
 
@@ -23,7 +23,8 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 
-from elmo_tf import characters, native_logs
+from elmo_tf.system import native_logs
+from elmo_tf.tokens import characters
 
 SIGNATURE_KEY = "serving_default"  # the one signature elmo_tf.export.tflite writes
 

@@ -31,15 +31,16 @@ import base64
 import json
 import logging
 
-from elmo_tf import __version__, extras, files, native_logs
+from elmo_tf import __version__
 from elmo_tf.export import onnx_graph
-from elmo_tf.export.onnx import INPUT_NAME, OPTIONS_KEY, VOCABULARY_KEY
+from elmo_tf.export.onnx_contract import INPUT_NAME, OPTIONS_KEY, VOCABULARY_KEY
 from elmo_tf.export.onnx_graph import (  # noqa: F401 (this module's names before onnx_graph)
     ONNX_DOMAINS,
     non_standard_operators,
     operators,
 )
 from elmo_tf.models.outputs import output_keys
+from elmo_tf.system import extras, files, native_logs
 
 # Opset 13: every operator the graph needs is there (Unique, CumSum, ScatterND, Loop with
 # scan outputs) in its current form, and runtimes have run it since ONNX Runtime 1.7.

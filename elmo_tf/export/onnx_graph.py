@@ -161,19 +161,24 @@ def sort_topologically(graph):
         for index, node in enumerate(graph.node)
     ]
     order, placed = [], set()
-
-    def place(index, visiting=()):
-        if index in placed:
-            return
-        if index in visiting:
-            raise RuntimeError(f"the graph has a cycle through {graph.node[index].name}")
-        for before in sorted(needs[index]):
-            place(before, (*visiting, index))
-        placed.add(index)
-        order.append(index)
-
-    for index in range(len(graph.node)):
-        place(index)
+    for root in range(len(graph.node)):  # depth first, a loop: a long chain is no recursion
+        if root in placed:
+            continue
+        stack, on_path = [(root, iter(sorted(needs[root])))], {root}
+        while stack:
+            index, pending = stack[-1]
+            for before in pending:
+                if before in on_path:
+                    raise RuntimeError(f"the graph has a cycle through {graph.node[before].name}")
+                if before not in placed:
+                    on_path.add(before)
+                    stack.append((before, iter(sorted(needs[before]))))
+                    break
+            else:  # every node it reads is placed: place it
+                stack.pop()
+                on_path.discard(index)
+                placed.add(index)
+                order.append(index)
     nodes = [_copy(graph.node[index]) for index in order]
     del graph.node[:]
     graph.node.extend(nodes)

@@ -26,9 +26,9 @@ import logging
 import os
 import tempfile
 
-from elmo_tf import extras, native_logs
 from elmo_tf.export import onnx_graph
-from elmo_tf.export.onnx import PRECISION_KEY
+from elmo_tf.export.onnx_contract import PRECISION_KEY
+from elmo_tf.system import extras, native_logs
 
 # The quantiser's settings (onnxruntime.quantization.quantize_dynamic), in one place.
 OP_TYPES = ("MatMul",)

@@ -17,9 +17,10 @@ CPU where it sees none (serving/README.md, "Triton").
 
 import os
 
-from elmo_tf import checks, files
+from elmo_tf import checks
 from elmo_tf.errors import ExportError
 from elmo_tf.export.versions import MAX_VERSION, next_version, version_directory
+from elmo_tf.system import files
 
 MODEL_NAME = "elmo"
 MODEL_FILE = "model.onnx"  # the onnxruntime backend's default file name

@@ -26,11 +26,11 @@ try:  # private; without it an export traces every function twice (see save_cont
 except ImportError:  # pragma: no cover
     _tf_save_context = None
 
-from elmo_tf import extras, files
 from elmo_tf.export.saved_model_module import ElmoModule
 from elmo_tf.export.saved_model_warmup import write_warmup_requests
 from elmo_tf.export.versions import version_directory
 from elmo_tf.layers import lstm_layout
+from elmo_tf.system import extras, files
 
 
 def export_saved_model(

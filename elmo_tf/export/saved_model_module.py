@@ -49,12 +49,12 @@ backend.require_tensorflow("the SavedModel module")  # one line, before TensorFl
 
 import tensorflow as tf
 
-from elmo_tf import characters
 from elmo_tf.errors import ExportError
 from elmo_tf.export.codepoint_ids import CodepointIds
 from elmo_tf.models.elmo import fine_tuned_weights
 from elmo_tf.models.outputs import output_keys
 from elmo_tf.models.settings import check_fine_tune
+from elmo_tf.tokens import characters
 
 
 def split_sentences(sentences):

@@ -16,7 +16,8 @@ import struct
 
 import numpy as np
 
-from elmo_tf import characters, files
+from elmo_tf.system import files
+from elmo_tf.tokens import characters
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 # TF Serving's limit (WarmupConsts::kMaxNumRecords): a longer file fails the load.

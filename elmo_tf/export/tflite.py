@@ -41,11 +41,12 @@ backend.require_tensorflow("TFLite export")  # one line, before TensorFlow
 
 import tensorflow as tf
 
-from elmo_tf import characters, codepoints, extras, files, native_logs
 from elmo_tf.export.saved_model import save_context
 from elmo_tf.export.tflite_arguments import check_arguments
 from elmo_tf.layers import lstm_layout
 from elmo_tf.models.outputs import output_keys
+from elmo_tf.system import extras, files, native_logs
+from elmo_tf.tokens import characters, codepoints
 
 SIGNATURE_KEY = "serving_default"
 

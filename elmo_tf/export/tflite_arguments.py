@@ -2,7 +2,7 @@
 its flags with it before the slow model load, ``export_tflite`` checks its arguments with it.
 """
 
-from elmo_tf.text_lines import MAX_TOKENS_PER_LINE
+from elmo_tf.tokens.text_lines import MAX_TOKENS_PER_LINE
 
 QUANTIZE_CHOICES = ("dynamic",)
 # The fixed batch a TFLite model runs at once, on a phone or a small device: 4,096 sentences

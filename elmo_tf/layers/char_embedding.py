@@ -2,8 +2,8 @@
 
 import keras
 
-from elmo_tf import characters
 from elmo_tf.layers.finite_weights import FiniteWeights
+from elmo_tf.tokens import characters
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")

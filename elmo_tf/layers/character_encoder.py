@@ -2,12 +2,12 @@
 
 import keras
 
-from elmo_tf import characters
 from elmo_tf.layers.char_cnn import CharCNN
 from elmo_tf.layers.char_embedding import CharEmbedding
 from elmo_tf.layers.finite_weights import FiniteDense
 from elmo_tf.layers.highway import Highway
 from elmo_tf.layers.word_embedding import WordEmbedding
+from elmo_tf.tokens import characters
 
 
 @keras.saving.register_keras_serializable(package="elmo_tf")

@@ -2,12 +2,11 @@
 first.
 
 A weight file (``weights.hdf5``) with NaN or inf is refused as it is read
-(``elmo_tf.weight_file``); a ``.keras`` file's weights go through Keras' loader instead, which
-assigns whatever is stored. NaN does not always show in the outputs (XLA's max-pooling on JAX
-passes over a NaN in a filter that TensorFlow propagates), so such a file would load and run
-with different numbers on each backend. Every layer of the model that owns weights takes this
-mixin: the load raises ``ValueError`` naming the layer and the weight, and assigns nothing of
-that layer.
+(``elmo_tf.formats.weight_file``); a ``.keras`` file's weights go through Keras' loader instead,
+which assigns whatever is stored. NaN does not always show in the outputs (XLA's max-pooling on JAX
+passes over a NaN in a filter that TensorFlow propagates), so such a file would load and run with
+different numbers on each backend. Every layer of the model that owns weights takes this mixin: the
+load raises ``ValueError`` naming the layer and the weight, and assigns nothing of that layer.
 """
 
 import keras

@@ -23,8 +23,8 @@ The rule:
 import contextlib
 import threading
 
-from elmo_tf import environment
-from elmo_tf.environment import LAYOUTS
+from elmo_tf.system import environment
+from elmo_tf.system.environment import LAYOUTS
 
 LAYOUT_VARIABLE = "ELMO_TF_LSTM_LAYOUT"
 DEFAULT_LAYOUT = "per_gate"

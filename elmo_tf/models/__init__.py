@@ -2,6 +2,7 @@
 
 ==================  ==============================================================
 ``elmo``            ``ELMo``: the Keras model (graph), ``load_pretrained``
+``loading``         what ``ELMo.from_preset`` does: a model of any kind, built
 ``outputs``         ``output_keys`` and ``LSTMState``: what a model returns
 ``embedder``        the host side of ``ELMo.embed``: batches, cache, compiled calls
 ``token_cache``     the bounded token-vector cache ``embed`` keeps per model

@@ -4,19 +4,14 @@ The graph (``call``, ``contextualize``) lives here; the host side of ``embed`` (
 the token-vector cache, compiled calls, assembling the results) in ``embedder``.
 """
 
-import os
-
 import keras
 import numpy as np
 from keras import ops
 
-from elmo_tf import backend, checks, presets, token_mappers, zip_archives
-from elmo_tf import precision as elmo_precision
-from elmo_tf.codepoints import DATASETS as VOCABULARY_DATASETS
-from elmo_tf.codepoints import CodepointVocabulary
+from elmo_tf import backend
 from elmo_tf.config import ElmoConfig
-from elmo_tf.efml import conversion, model_folder
 from elmo_tf.layers import BidirectionalLSTMStack, CharacterEncoder, ScalarMix
+from elmo_tf.models import loading
 from elmo_tf.models.char_ids import (
     check_char_ids,
     check_char_ids_shape,
@@ -31,8 +26,7 @@ from elmo_tf.models.settings import (  # noqa: F401
     check_fine_tune,
     check_settings,
 )
-from elmo_tf.weight_file import load_arrays
-from elmo_tf.weight_file import load_weights as load_weight_file
+from elmo_tf.tokens import token_mappers
 
 
 def load_pretrained(options_file, weight_file, size_limits=None, **kwargs):
@@ -112,18 +106,14 @@ class ELMo(keras.Model):
         **kwargs,
     ):
         if precision is not None:
-            if kwargs.get("dtype") is not None:
-                raise ValueError("pass precision or dtype, not both")
-            runtime = backend.name()
-            elmo_precision.check(precision, runtime, elmo_precision.default_device(runtime))
-            kwargs["dtype"] = elmo_precision.dtype_policy(precision)
+            kwargs["dtype"] = backend.dtype_policy(precision, kwargs.get("dtype"))
         # A fixed default name: Keras would number a second model ("el_mo_1"), and the name
         # prefixes every variable path, so PyTorch state_dict keys would depend on how many
         # models the process has built.
         kwargs.setdefault("name", "elmo")
         super().__init__(**kwargs)
-        check_settings(num_output_representations, do_layer_norm, l2_coefficient, dropout)
-        checks.boolean("dedupe_tokens", dedupe_tokens)
+        check_settings(num_output_representations, do_layer_norm, l2_coefficient, dropout,
+                       dedupe_tokens)  # fmt: skip
         if isinstance(config, dict):
             config = ElmoConfig.from_options(config)
         self.config = config
@@ -194,26 +184,14 @@ class ELMo(keras.Model):
 
         >>> model = elmo_tf.ELMo.from_preset("small")  # downloads 54 MB the first time
         """
-        with presets.open_model(name_or_dir, download=load_weights) as files:
-            if files is None:
-                return cls(presets.preset(name_or_dir), **kwargs)
-            if files.kind == zip_archives.EFML:
-                return _from_efml_folder(cls, files.folder, load_weights, kwargs)
-            if not load_weights:
-                return cls(ElmoConfig.from_file(files.options), **kwargs)
-            model = cls.from_files(files.options, files.weights, **kwargs)
-            if files.vocab is not None:  # as simple_elmo: its first words' vectors, cached
-                model.embedder.fill_token_cache(presets.vocabulary_head(files.vocab))
-            return model
+        return loading.from_preset(cls, name_or_dir, load_weights, **kwargs)
 
     @classmethod
     def from_files(cls, options_file, weight_file, size_limits=None, **kwargs):
         """An ``ELMo`` from an official options.json and HDF5 weight file, as paths or
         ``http(s)://`` URLs (fetched into the cache, ``elmo_tf.presets.cache``)
         (``elmo_tf.load_pretrained``; ``size_limits``: see ``elmo_tf.config``)."""
-        options_file, weight_file = presets.local_files(options_file, weight_file)
-        config = ElmoConfig.from_file(options_file, size_limits=size_limits)
-        return load_weight_file(cls(config, **kwargs), weight_file)
+        return loading.from_files(cls, options_file, weight_file, size_limits, **kwargs)
 
     def build(self, input_shape=None):
         if self.built:
@@ -495,20 +473,11 @@ class ELMo(keras.Model):
     def save_assets(self, dir_path):
         """Keras's hook for a ``.keras`` file: a code-point model's token tables (its weight
         file's ``vocabulary/*`` datasets) go beside its weights."""
-        vocabulary = self.vocabulary
-        if vocabulary is not None:
-            arrays = {name.rsplit("/", 1)[-1]: a for name, a in vocabulary.arrays().items()}
-            np.savez(os.path.join(dir_path, _VOCABULARY_ASSET), **arrays)
+        token_mappers.save_tables(self.token_mapper, dir_path)
 
     def load_assets(self, dir_path):
         """Keras's hook: the tables ``save_assets`` wrote, checked as a weight file's are."""
-        path = os.path.join(dir_path, _VOCABULARY_ASSET)
-        if not self.config.uses_codepoints or not os.path.isfile(path):
-            return
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name.rsplit("/", 1)[-1]] for name in VOCABULARY_DATASETS}
-        vocabulary = CodepointVocabulary.from_arrays(self.config, arrays, path)
-        self.token_mapper = token_mappers.mapper_for(self.config, vocabulary)
+        self.token_mapper = token_mappers.load_tables(self.config, dir_path, self.token_mapper)
 
     def get_config(self):
         config = super().get_config()
@@ -521,20 +490,6 @@ class ELMo(keras.Model):
             dedupe_tokens=self.dedupe_tokens,
         )
         return config
-
-
-# A code-point model's token tables in a .keras file (ELMo.save_assets).
-_VOCABULARY_ASSET = "vocabulary.npz"
-
-
-def _from_efml_folder(cls, folder, load_weights, kwargs):
-    """An ``ELMo`` of an ELMoForManyLangs model folder, converted in memory
-    (``elmo_tf.efml``); without ``load_weights`` random weights, but its own token mapping."""
-    config, arrays = conversion.convert(model_folder.read_folder(folder))
-    if load_weights:
-        return load_arrays(cls(config, **kwargs), arrays, folder)
-    vocabulary = CodepointVocabulary.from_arrays(config, arrays, folder)
-    return cls(config, vocabulary=vocabulary, **kwargs)
 
 
 def set_fine_tuning(model, fine_tune):

@@ -15,11 +15,11 @@ import threading
 
 import numpy as np
 
-from elmo_tf import characters
 from elmo_tf.models import length_batches
 from elmo_tf.models.compiled_calls import HOST_DTYPE, compiled_calls
 from elmo_tf.models.outputs import LSTMState
 from elmo_tf.models.token_cache import TokenVectorCache, WeightSnapshot
+from elmo_tf.tokens import characters
 
 # Tokens per character-encoder call: bounds the CNN's (N, 50, filters) activations.
 ENCODE_CHUNK = 512

@@ -13,7 +13,7 @@ FINE_TUNE_CHOICES = ("mix", "all", "none")
 
 
 def check_settings(num_output_representations=1, do_layer_norm=False, l2_coefficient=0.0,
-                   dropout=0.0):  # fmt: skip
+                   dropout=0.0, dedupe_tokens=True):  # fmt: skip
     """ValueError naming the first of ``ELMo``'s settings that is not a legal value: they also
     arrive from files (a ``.keras`` config, an exported ``elmo_config``), where ``"false"``
     would read as true and 100,000 representations would build for minutes and crash."""
@@ -26,6 +26,7 @@ def check_settings(num_output_representations=1, do_layer_norm=False, l2_coeffic
     checks.boolean("do_layer_norm", do_layer_norm)
     checks.number("l2_coefficient", l2_coefficient, minimum=0)
     checks.number("dropout", dropout, minimum=0, below=1)
+    checks.boolean("dedupe_tokens", dedupe_tokens)
 
 
 def check_fine_tune(fine_tune, name="fine_tune"):

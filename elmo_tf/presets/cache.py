@@ -13,10 +13,10 @@ import hashlib
 import os
 import urllib.parse
 
-from elmo_tf import environment, files, untrusted_files
 from elmo_tf.errors import CacheError, DownloadError, ElmoError
 from elmo_tf.presets import cache_entries, nlpl, published
-from elmo_tf.urls import public_url
+from elmo_tf.system import environment, files, untrusted_files
+from elmo_tf.system.urls import public_url
 
 OFFLINE_VARIABLE = "ELMO_TF_OFFLINE"
 

@@ -17,8 +17,8 @@ import os
 import stat
 import urllib.parse
 
-from elmo_tf import files, urls
 from elmo_tf.errors import CacheError, DownloadError
+from elmo_tf.system import files, urls
 
 CACHE_VARIABLE = "ELMO_TF_CACHE_DIR"
 RECORD_SUFFIX = ".json"

@@ -12,7 +12,9 @@ the model cache (``elmo_tf.presets.cache``), checked and unpacked there.
 import dataclasses
 import re
 
-from elmo_tf import environment
+from elmo_tf import checks
+from elmo_tf.errors import PresetError
+from elmo_tf.system import environment
 
 BASE_URL = "http://vectors.nlpl.eu/repository"
 BASE_URL_VARIABLE = "ELMO_TF_NLPL_BASE_URL"
@@ -119,6 +121,18 @@ _NAME = re.compile(r"nlpl:(?:(\d{1,4})/)?(\d{1,6})")
 def base_url_now():
     """Where the archives live: ``ELMO_TF_NLPL_BASE_URL`` if set, else the repository."""
     return environment.value(BASE_URL_VARIABLE) or BASE_URL
+
+
+def entry_named(name):
+    """The ``Entry`` a name means; ``PresetError`` naming the known ones otherwise."""
+    entry = lookup(name)
+    if entry is None:
+        raise PresetError(
+            f"{name!r} names no NLPL repository entry known here: write nlpl:<release>/<id> "
+            f"for any entry (nlpl:20/219), or one of {', '.join(sorted(ALIASES)[:6])}, ... "
+            f"(docs/models.md)" + checks.did_you_mean(name, names())
+        )
+    return entry
 
 
 def lookup(name):

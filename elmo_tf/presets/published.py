@@ -8,8 +8,8 @@ trained on: docs/models.md (``full`` is an alias of ``original``).
 
 import dataclasses
 
-from elmo_tf import environment
 from elmo_tf.config import ElmoConfig
+from elmo_tf.system import environment
 
 BASE_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
 # Where AllenNLP code names the same files (its docs and models use both hosts).

@@ -18,8 +18,9 @@ import urllib.parse
 import pooch
 import requests
 
-from elmo_tf import checks, urls
+from elmo_tf import checks
 from elmo_tf.errors import DownloadError
+from elmo_tf.system import urls
 
 CONNECT_TIMEOUT = 30  # seconds to connect
 READ_TIMEOUT = 60  # seconds without STALL_BYTES before a transfer counts as broken

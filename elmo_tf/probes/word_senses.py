@@ -25,7 +25,7 @@ import numpy as np
 
 from elmo_tf.errors import InputFileError
 from elmo_tf.models.outputs import output_keys
-from elmo_tf.text_lines import read_text_lines
+from elmo_tf.tokens.text_lines import read_text_lines
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,9 +22,9 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from elmo_tf import checks
-from elmo_tf.characters import batch_to_ids, split_tokens
 from elmo_tf.export.versions import MAX_VERSION
 from elmo_tf.serving.options import check_seconds
+from elmo_tf.tokens.characters import batch_to_ids, split_tokens
 
 SIGNATURES = ("default", "tokens", "char_ids")
 

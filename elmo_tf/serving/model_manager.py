@@ -37,7 +37,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus
 
-from elmo_tf.characters import NUM_CHAR_IDS
+from elmo_tf import checks
 from elmo_tf.checks import shown
 from elmo_tf.config import ElmoConfig
 from elmo_tf.export.saved_model_warmup import WARMUP_FILE, read_warmup_requests
@@ -52,6 +52,7 @@ from elmo_tf.serving.request_batching import CLIENT_GONE, Batcher
 from elmo_tf.serving.request_limits import RequestLimits
 from elmo_tf.serving.signature import SignatureSpec, is_string
 from elmo_tf.serving.tensors import from_tensor_proto
+from elmo_tf.tokens.characters import NUM_CHAR_IDS
 
 log = logging.getLogger("serving")
 
@@ -140,9 +141,9 @@ class Servable:
         try:
             outputs = self._functions[key](**tensors)
         except tf.errors.InvalidArgumentError as e:
-            raise invalid_argument(_first_line(e.message)) from None
+            raise invalid_argument(checks.first_line(e.message)) from None
         except tf.errors.ResourceExhaustedError as e:
-            raise resource_exhausted(_first_line(e.message)) from None
+            raise resource_exhausted(checks.first_line(e.message)) from None
         return {alias: value.numpy() for alias, value in outputs.items()}
 
     def warm_up(self, limits=None):
@@ -365,7 +366,7 @@ class ModelManager:
             else:
                 backoff = min(RETRY_MAX_SECONDS, 2 * failed[2])
             self._failed[version] = (mtime, time.monotonic() + backoff, backoff)
-            message = self._without_paths(_first_line(str(e)))
+            message = self._without_paths(checks.first_line(e))
             self._set_state(version, State.END, f"failed to load: {message}")
             log.error(
                 "model '%s' version %d failed to load (retrying in %.0f s): %s",
@@ -477,8 +478,3 @@ def read_signature_defs(path):
 
 
 _ABSOLUTE_PATH = re.compile(r"(?<![\w<>])/[^\s'\"(){}\[\],;]+")
-
-
-def _first_line(message):
-    """The first line of a TF error (the rest is the graph's op trace)."""
-    return message.strip().split("\n")[0].strip()

@@ -21,7 +21,7 @@ from elmo_tf.serving.request_limits import (
     DEFAULT_MAX_TOKENS_PER_ROW,
     RequestLimits,
 )
-from elmo_tf.text_lines import read_text_lines
+from elmo_tf.tokens.text_lines import read_text_lines
 
 DEFAULT_PORT = 8500  # TF Serving's gRPC port
 DEFAULT_REST_PORT = None  # no REST API unless asked for, as in TF Serving (8501 by convention)

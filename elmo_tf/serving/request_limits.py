@@ -5,7 +5,7 @@ hold one value, which ``tf.make_ndarray`` would repeat to fill it; a JSON body c
 a thousand deep. So every request's declared shapes are checked against these limits (and
 against the signature's ranks and fixed dimensions) before its values are read, and the
 ``sentences`` of the ``default`` signature are split here, with the model's own whitespace
-(``elmo_tf.characters.split_tokens``), to count their tokens.
+(``elmo_tf.tokens.characters.split_tokens``), to count their tokens.
 
 A request over a limit fails with RESOURCE_EXHAUSTED (REST 413) and a message naming the limit
 and the server option that raises it (``max_request_rows``: ``elmo-tf serve

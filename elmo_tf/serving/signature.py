@@ -21,10 +21,10 @@ import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend
 import grpc
 from tensorflow.core.framework import types_pb2
 
-from elmo_tf.characters import NUM_CHAR_IDS, split_tokens
 from elmo_tf.checks import shown
 from elmo_tf.serving.errors import ServingError, invalid_argument
 from elmo_tf.serving.tensors import dtype_name
+from elmo_tf.tokens.characters import NUM_CHAR_IDS, split_tokens
 
 # The inputs of the ``tokens`` signature (elmo_tf.export.saved_model_module).
 TOKENS_INPUTS = ("tokens", "sequence_len")

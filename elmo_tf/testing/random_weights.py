@@ -4,7 +4,7 @@ shape: what the tests, the docs and the benchmarks use in place of the published
 
 Layout (as read by allennlp.modules.elmo._ElmoCharacterEncoder._load_* and
 allennlp.modules.elmo_lstm.ElmoLstm.load_weights, and as found in allennlp
-test_fixtures/elmo/lm_weights.hdf5): ``elmo_tf.weight_file.expected_datasets`` lists it. All
+test_fixtures/elmo/lm_weights.hdf5): ``elmo_tf.formats.weight_file.expected_datasets`` lists it. All
 float32, contiguous, no compression, no attributes.
 """
 

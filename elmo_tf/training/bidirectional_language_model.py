@@ -8,10 +8,10 @@ backend.require_tensorflow("biLM training")  # one line, before TensorFlow
 
 import tensorflow as tf
 
-from elmo_tf import characters
 from elmo_tf.config import ElmoConfig
 from elmo_tf.layers.packed_lstm import stateless_dropout
 from elmo_tf.models.elmo import ELMo, LSTMState
+from elmo_tf.tokens import characters
 from elmo_tf.training.log_uniform_sampler import LogUniformSampler
 
 # The dropout site of the top outputs, folded into the dropout seed (the stack's layer inputs

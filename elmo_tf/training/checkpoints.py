@@ -11,8 +11,9 @@ import dataclasses
 import os
 import re
 
-from elmo_tf import files
 from elmo_tf.errors import CheckpointError
+from elmo_tf.formats.weight_file import save_weights
+from elmo_tf.system import files
 from elmo_tf.training.run_directory import (
     DAMAGED_DIR,
     OPTIONS_FILE,
@@ -28,7 +29,6 @@ from elmo_tf.training.run_directory import (
 )
 from elmo_tf.training.softmax_file import save_softmax
 from elmo_tf.training.training_options import TrainingOptions
-from elmo_tf.weight_file import save_weights
 
 
 def variable_map(variables):

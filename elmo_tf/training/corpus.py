@@ -5,9 +5,9 @@ import os
 
 import numpy as np
 
-from elmo_tf import characters
 from elmo_tf.errors import CorpusError, InputFileError
-from elmo_tf.text_lines import read_text_lines
+from elmo_tf.tokens import characters
+from elmo_tf.tokens.text_lines import read_text_lines
 from elmo_tf.training.vocabulary import BOS, EOS
 
 # Type ids of the sentence boundaries in every corpus (see ``Corpus``).
@@ -109,7 +109,7 @@ def read_corpus(paths, what="training"):
 
     Blank lines are skipped. Every file is checked before anything else happens, so bad input
     stops with an error naming the file: ``CorpusError`` when it is not found, empty or binary
-    (NUL bytes), ``InputFileError`` (``elmo_tf.files``) when it is unreadable or not valid
+    (NUL bytes), ``InputFileError`` (``elmo_tf.system.files``) when it is unreadable or not valid
     UTF-8 (with the line number).
     """
     files = list_files(paths, what)

@@ -11,11 +11,11 @@ backend.require_tensorflow("biLM training")  # one line, before TensorFlow
 import tensorflow as tf
 
 from elmo_tf.config import ElmoConfig
+from elmo_tf.formats.weight_file import load_weights
 from elmo_tf.training import checkpoints, data, run_directory, softmax_file
 from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
 from elmo_tf.training.perplexity import perplexities
 from elmo_tf.training.vocabulary import Vocabulary
-from elmo_tf.weight_file import load_weights
 
 
 def evaluate(model, corpus, vocabulary, batch_size=64, unroll_steps=20):

@@ -18,10 +18,10 @@ Example:
 import dataclasses
 import os
 
-from elmo_tf import files as output_files
 from elmo_tf import presets
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import OptionsError, PresetError, TrainingPlanError
+from elmo_tf.system import files as output_files
 from elmo_tf.training import run_directory
 from elmo_tf.training.corpus import list_files, read_corpus
 from elmo_tf.training.training_options import TrainingOptions, check_known

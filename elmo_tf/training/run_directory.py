@@ -25,17 +25,19 @@ damaged or gone (``newest_restorable``).
 import os
 import re
 
-from elmo_tf import files, untrusted_files
+from elmo_tf import checks
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import CheckpointError, TrainingPlanError
+from elmo_tf.formats import options_file, weight_file
+from elmo_tf.system import files, untrusted_files
 from elmo_tf.training.training_options import TrainingOptions
 from elmo_tf.training.vocabulary import Vocabulary
 
-OPTIONS_FILE = "options.json"
+OPTIONS_FILE = options_file.FILE_NAME
 VOCAB_FILE = "vocab.txt"
 TRAINING_OPTIONS_FILE = "training_options.json"
 SOFTMAX_FILE = "softmax.hdf5"
-WEIGHTS_FILE = "weights.hdf5"
+WEIGHTS_FILE = weight_file.FILE_NAME
 STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's record of its checkpoints
 DAMAGED_DIR = "damaged"
 # A run on many shards lists every file; a few MiB at most.
@@ -88,11 +90,7 @@ def check_run_files(path):
         if kind := files.special_kind(file):
             name = os.path.basename(file)
             what = READ_FILES.get(name, "checkpoint file")
-            raise CheckpointError(f"{file}: is a {kind}, not {_a(what)}")
-
-
-def _a(what):
-    return f"{'an' if what[:1] in 'aeiou' else 'a'} {what}"
+            raise CheckpointError(f"{file}: is a {kind}, not {checks.with_article(what)}")
 
 
 def check_dump_directory(outdir, overwrite=False, reads=()):

@@ -4,9 +4,9 @@ bias ``(V,)``, in float32 or float16, and how the biLM read text."""
 import h5py
 import numpy as np
 
-from elmo_tf import files
 from elmo_tf.errors import CheckpointError
-from elmo_tf.weight_file import open_untrusted
+from elmo_tf.formats.weight_file import open_untrusted
+from elmo_tf.system import files
 
 
 def save_softmax(model, path, dtype="float32"):

@@ -15,13 +15,13 @@ backend.require_tensorflow("biLM training")  # one line, before TensorFlow
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from elmo_tf import files
 from elmo_tf.errors import CheckpointError, TrainingPlanError
+from elmo_tf.formats.weight_file import load_weights
 from elmo_tf.models.elmo import LSTMState
+from elmo_tf.system import files
 from elmo_tf.training import checkpoints, data, distribution, run_directory, softmax_file
 from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
 from elmo_tf.training.training_options import write_json
-from elmo_tf.weight_file import load_weights
 
 
 class Trainer:

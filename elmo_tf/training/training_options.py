@@ -4,8 +4,9 @@ import dataclasses
 import json
 import math
 
-from elmo_tf import checks, files
+from elmo_tf import checks
 from elmo_tf.errors import TrainingPlanError
+from elmo_tf.system import files
 
 # The optimizers a run can use and their default learning rates.
 DEFAULT_LEARNING_RATES = {"adagrad": 0.2, "adam": 0.001}
@@ -115,6 +116,9 @@ class TrainingOptions:
         check_known(values, f"{source}: ")
         return cls(**values)
 
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
 
 def check_known(values, prefix=""):
     """``TrainingPlanError`` naming the keys of ``values`` that are no training option (the
@@ -124,9 +128,6 @@ def check_known(values, prefix=""):
         names = ", ".join(checks.shown(name, 40, quote=False) for name in unknown[:5])
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
         raise TrainingPlanError(f"{prefix}unknown training option(s) {names}{more}")
-
-    def replace(self, **changes):
-        return dataclasses.replace(self, **changes)
 
 
 def write_json(path, value):

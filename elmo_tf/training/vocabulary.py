@@ -3,9 +3,10 @@
 import collections
 import os
 
-from elmo_tf import checks, files
+from elmo_tf import checks
 from elmo_tf.errors import VocabularyError
-from elmo_tf.text_lines import read_text_lines
+from elmo_tf.system import files
+from elmo_tf.tokens.text_lines import read_text_lines
 
 BOS = "<S>"
 EOS = "</S>"

@@ -25,7 +25,7 @@ from elmo_tf.beam import ElmoModelHandler, ElmoSavedModelHandler, records
 from elmo_tf.cli import beam as beam_command
 from elmo_tf.cli.beam import run_job as run_beam_job
 from elmo_tf.cli.main import main as elmo_tf_main
-from elmo_tf.embedding_file import layer_stack, select_layers
+from elmo_tf.formats.embedding_file import layer_stack, select_layers
 from elmo_tf.models import length_batches
 
 IN_PROCESS = ["--runner=FnApiRunner", "--direct_running_mode=in_memory"]

@@ -19,7 +19,7 @@ def test_filter_drops_noise_written_to_file_descriptor_2(tmp_path):
     script = textwrap.dedent(
         f"""
         import os, sys
-        from elmo_tf import native_logs
+        from elmo_tf.system import native_logs
         lines = {NATIVE_NOISE + KEPT!r}
         with native_logs.filtered_stderr():
             for line in lines:

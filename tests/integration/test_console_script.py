@@ -104,7 +104,7 @@ def test_the_console_script_runs_each_command(command, tmp_path):
 )
 def test_every_environment_variable_is_checked_at_start_up(variable, value, message, tmp_path):
     """One line naming the variable and its values, before any work, whatever the input
-    (a misspelt layout used to be ignored on a small input, an 80-line traceback on a large)."""
+    (small or large: a misspelt layout is refused before anything is read)."""
     source = tmp_path / "in.txt"
     source.write_text("a b c\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
@@ -124,7 +124,7 @@ def test_every_environment_variable_is_checked_at_start_up(variable, value, mess
 
 def test_a_weight_file_unlike_its_options_is_named_before_tensorflow(tmp_path):
     """Its layout (links, datasets, shapes) is read from its metadata before TensorFlow
-    starts (it used to take the seconds of a TensorFlow start to say so)."""
+    starts: the refusal takes no TensorFlow start."""
     import h5py
 
     from elmo_tf.presets.bundled import default_model_files

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from elmo_tf import cpu_threads
+from elmo_tf.system import cpu_threads
 
 
 def test_sets_the_pools_in_a_fresh_process():

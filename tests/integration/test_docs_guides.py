@@ -2,9 +2,9 @@
 runs as written (``support.docs`` says how)."""
 
 import pytest
-from support.docs import HALVES, run_block, runnable
+from support.docs import DOCUMENTS_BY_TEST_FILE, run_block, runnable
 
-BLOCKS = runnable(HALVES["guides"])
+BLOCKS = runnable(DOCUMENTS_BY_TEST_FILE["guides"])
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])

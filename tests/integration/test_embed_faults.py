@@ -14,9 +14,9 @@ from support.paths import TINY
 from support.special_files import special_file
 
 import elmo_tf
-from elmo_tf import files
 from elmo_tf.cli import stop_signals
 from elmo_tf.cli.main import main
+from elmo_tf.system import files
 
 MODEL = ["--options", str(TINY / "options.json"), "--weights", str(TINY / "weights.hdf5")]
 
@@ -226,7 +226,7 @@ def _write(path, data):
 def test_embed_reads_a_stream_in_windows(tmp_path, monkeypatch, capsys):
     """Lines are embedded a window at a time: the same file as one window, datasets and
     sentence_to_index alike; a pipe (no line count ahead) works too."""
-    from elmo_tf import embedding_file
+    from elmo_tf.formats import embedding_file
 
     source = _corpus(tmp_path / "in.txt", lines=7, tokens_per_line=3)
     assert main(["embed", str(source), str(tmp_path / "whole.hdf5"), *MODEL]) == 0

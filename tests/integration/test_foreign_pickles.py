@@ -15,7 +15,7 @@ def test_the_code_never_runs_in_a_fresh_process_either(tmp_path):
     main = pickle.dumps(torch_pickles.WritesMarker(marker, "system"), protocol=2)
     path.write_bytes(torch_pickles.legacy_with_main(main))
     script = (
-        "import sys; from elmo_tf.torch_state_dict import read_state_dict\n"
+        "import sys; from elmo_tf.foreign.torch_state_dict import read_state_dict\n"
         "try:\n    read_state_dict(sys.argv[1])\nexcept Exception as e:\n    print(e)\n"
     )
     done = subprocess.run(

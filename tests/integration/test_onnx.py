@@ -27,12 +27,12 @@ from support.triton import triton_model_config_class
 
 import elmo_tf
 from elmo_tf.cli.main import main
-from elmo_tf.embedding_file import read_sentences, write_embeddings
 from elmo_tf.errors import ModelFileError
-from elmo_tf.export.onnx import OnnxModel, check_char_ids, run_onnx, session
+from elmo_tf.export.onnx import OnnxModel, checked_char_ids, run_onnx, session
 from elmo_tf.export.onnx_export import OPSET, non_standard_operators, operators
 from elmo_tf.export.onnx_graph import op_counts
 from elmo_tf.export.onnx_triton import write_triton_repository
+from elmo_tf.formats.embedding_file import read_sentences, write_embeddings
 from elmo_tf.models import output_keys
 
 REPO = str(ROOT)
@@ -246,7 +246,7 @@ print(size, peak_bytes() - loaded)
 )
 def test_bad_char_ids_are_refused_in_one_line(char_ids, message):
     with pytest.raises(ValueError, match=message) as error:
-        check_char_ids(char_ids)
+        checked_char_ids(char_ids)
     assert "\n" not in str(error.value)
 
 

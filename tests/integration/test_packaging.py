@@ -9,7 +9,7 @@ import textwrap
 from support.extras import TEST_FILES_NEEDING
 from support.paths import ROOT, TINY
 
-from elmo_tf import extras
+from elmo_tf.system import extras
 
 REPO = str(ROOT)
 
@@ -134,7 +134,7 @@ def test_without_the_backend_keras_names(tmp_path):
         print(elmo_tf.batch_to_ids([["Hello"]]).shape, sys.modules["tensorflow"] is None)
         try:
             elmo_tf.ELMo
-        except elmo_tf.extras.MissingExtraError as e:
+        except elmo_tf.system.extras.MissingExtraError as e:
             print(e)
         """
     )

@@ -14,7 +14,7 @@ from support.unprivileged import as_user, shared_directory
 
 from elmo_tf.cli.main import main
 from elmo_tf.config import ElmoConfig
-from elmo_tf.weight_file import check_file
+from elmo_tf.formats.weight_file import check_file
 
 pytestmark = pytest.mark.permissions
 

@@ -41,8 +41,8 @@ from tensorflow_serving.apis import (
 )
 
 from elmo_tf.cli.main import main
-from elmo_tf.embedding_file import read_sentences
 from elmo_tf.errors import ListenError
+from elmo_tf.formats.embedding_file import read_sentences
 from elmo_tf.serving import addresses, rest_api, rest_protocol
 from elmo_tf.serving.client import make_request
 from elmo_tf.serving.in_flight import ReceivedBodies, WrittenAnswers
@@ -525,8 +525,8 @@ def _answer(sock):
 
 def test_rest_headers_alone_hold_no_body_memory(server):
     """Eight connections whose headers declare a body at the limit (16 MiB) and send none of it
-    hold no body: a body grows as its bytes arrive (128 MiB used to be allocated at once, and
-    kept), and only bytes received take room in the server's budget."""
+    hold no body: a body grows as its bytes arrive (nothing is allocated at its declared
+    length), and only bytes received take room in the server's budget."""
     import tracemalloc
 
     limit = server.options.max_request_bytes
@@ -822,7 +822,7 @@ def test_rest_expect_100_continue(server):
 def test_rest_answer_left_unread_is_cut_off_within_the_timeout(quick_server):
     """A client that asks for a long answer (512 rows: MBs of JSON) and reads none of it: the
     server waits 1 s (--rest-timeout-seconds) in all for it to read, then cuts the connection
-    and drops the answer (it used to hold both for ever)."""
+    and drops the answer."""
     server = quick_server
     body = json.dumps({"instances": [" ".join(["w"] * 10)] * 512}).encode()
     head = (

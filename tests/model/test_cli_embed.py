@@ -107,7 +107,7 @@ def test_sentence_to_index(embedded):
 
 
 def test_sentence_to_index_of_token_lists_joins_them_by_one_space(tmp_path, tiny_model):
-    from elmo_tf.embedding_file import write_embeddings
+    from elmo_tf.formats.embedding_file import write_embeddings
 
     path = tmp_path / "out.hdf5"
     write_embeddings(tiny_model, [["a", "b"], " a\u3000b  c\t"], path)

@@ -1,5 +1,5 @@
 """A code-point model's token mapping in the graph (``elmo_tf.export.codepoint_ids``) gives
-the host mapper's rows (``elmo_tf.codepoints.CodepointMapper``) for every kind of token: in
+the host mapper's rows (``elmo_tf.tokens.codepoints.CodepointMapper``) for every kind of token: in
 and out of the tables, over 48 code points, empty, the sentence markers, four-byte UTF-8."""
 
 import numpy as np

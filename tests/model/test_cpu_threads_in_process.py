@@ -4,9 +4,9 @@ and says so; the embed command configures before loading."""
 import pytest
 
 import elmo_tf
-from elmo_tf import cpu_threads
 from elmo_tf.cli import embed
 from elmo_tf.cli.main import main
+from elmo_tf.system import cpu_threads
 
 
 def test_too_late_warns_and_changes_nothing(monkeypatch, tiny_model):

@@ -16,11 +16,12 @@ from support.foreign_models import (
     zip_bytes,
 )
 
-from elmo_tf.efml import conversion, model_folder
+from elmo_tf.foreign import efml_folder
+from elmo_tf.kinds import efml_conversion
 
 
 def _converted():
-    return conversion.convert(model_folder.read_folder(EFML_TINY))
+    return efml_conversion.convert(efml_folder.read_folder(EFML_TINY))
 
 
 @pytest.fixture(scope="module")

@@ -172,8 +172,8 @@ def test_no_retracing_across_batch_shapes(tiny_files):
 
 @pytest.mark.parametrize("bad", [-1, -300, 262, 100_000])
 def test_character_ids_out_of_range_are_refused(tiny_model, bad):
-    """A negative id is no longer read from the table's end (keras.ops.take's NumPy rule):
-    a direct call names it, a traced call fails in the lookup, as an id past the table does."""
+    """A negative id is not read from the table's end (keras.ops.take's NumPy rule): a
+    direct call names it, a traced call fails in the lookup, as an id past the table does."""
     ids = np.array(elmo_tf.batch_to_ids([["a", "b"]]))
     ids[0, 1, 3] = bad
     with pytest.raises(ValueError, match=f"character ids from 0 to 261 .*, got {bad}"):
@@ -185,8 +185,8 @@ def test_character_ids_out_of_range_are_refused(tiny_model, bad):
 
 @pytest.mark.numerics
 def test_character_ids_of_another_shape_or_kind_are_refused(tiny_model):
-    """A direct call names a wrong shape, text, or values that are not whole numbers (they
-    used to be truncated, or to fail in TensorFlow's words); whole floats are ids."""
+    """A direct call names a wrong shape, text, or values that are not whole numbers (none is
+    truncated, none fails in TensorFlow's words); whole floats are ids."""
     ids = np.array(elmo_tf.batch_to_ids([["a", "b"]]))
     cases = [
         (ids[..., :49], r"shape \(batch, tokens, 50\) .*, got shape \(1, 2, 49\)"),
@@ -432,7 +432,7 @@ def test_frozen_elmo_traces_no_backward_lstm(tiny_files):
 
 
 def test_parameter_count_matches_the_model(tiny_model):
-    table = elmo_tf.weight_file.weight_table(tiny_model)
+    table = elmo_tf.formats.weight_file.weight_table(tiny_model)
     assert tiny_model.config.parameter_count == sum(int(e.variable.numpy().size) for e in table)
     original = FIXTURES / "official_options" / "elmo_2x4096_512_2048cnn_2xhighway_options.json"
     assert ElmoConfig.from_file(original).parameter_count == 93_600_864  # within the defaults

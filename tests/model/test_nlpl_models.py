@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from support.foreign_models import NLPL_BILM_ZIP, TOLERANCE, simple_elmo_golden, stacked_layers
 
-from elmo_tf import zip_archives
+from elmo_tf.kinds import model_kinds
 
 
 @pytest.mark.numerics
@@ -25,7 +25,7 @@ def test_the_bilm_tf_archive_gives_simple_elmos_numbers(tmp_path):
         np.testing.assert_array_equal(elmo_tf.batch_to_ids([sentence])[0],
                                       golden[f"char_ids_{i}"][1:-1])  # fmt: skip
     # the extracted folder loads the same, and the temporary one is gone
-    zip_archives.extract(NLPL_BILM_ZIP, tmp_path / "folder")
+    model_kinds.unpack_archive(NLPL_BILM_ZIP, tmp_path / "folder")
     again = elmo_tf.ELMo.from_preset(str(tmp_path / "folder")).embed(sentences)
     np.testing.assert_array_equal(again["elmo"], outputs["elmo"])
 

@@ -8,13 +8,13 @@ import pytest
 
 from elmo_tf.cli.main import main
 from elmo_tf.config import ElmoConfig
+from elmo_tf.formats.weight_file import save_weights
 from elmo_tf.training import run_directory, softmax_file
 from elmo_tf.training.bidirectional_language_model import BidirectionalLanguageModel
 from elmo_tf.training.corpus import read_corpus
 from elmo_tf.training.evaluation import evaluate
 from elmo_tf.training.unigram import prediction_counts, unigram_perplexity
 from elmo_tf.training.vocabulary import Vocabulary
-from elmo_tf.weight_file import save_weights
 
 TINY = ElmoConfig.from_options(
     {

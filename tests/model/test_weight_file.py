@@ -11,7 +11,7 @@ from support.paths import FIXTURES, TINY
 
 import elmo_tf
 from elmo_tf.config import ElmoConfig
-from elmo_tf.weight_file import WeightFileError, weight_table
+from elmo_tf.formats.weight_file import WeightFileError, weight_table
 
 SECRET = np.float32(1234.5)  # what a crafted file tries to smuggle in from elsewhere
 

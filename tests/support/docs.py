@@ -43,7 +43,7 @@ import time
 
 import pytest
 
-from elmo_tf.extras import EXTRAS
+from elmo_tf.system.extras import EXTRAS
 from support.extras import installed
 from support.paths import ROOT
 
@@ -60,7 +60,7 @@ DOCUMENTS = [
     "elmo_tf/presets/sotu/MODEL_CARD.md",
 ]
 # The documents each test file runs (tests/integration/test_docs_<half>.py): together, all.
-HALVES = {
+DOCUMENTS_BY_TEST_FILE = {
     "readme": (
         "README.md",
         "serving/README.md",
@@ -158,7 +158,7 @@ CLONE = ("examples", "serving", "benchmarks", "export", "scripts")
 
 
 # A line TensorFlow's or LiteRT's native code writes on its own: absl/glog, and the few
-# prefix-less ones (elmo_tf.native_logs drops them).
+# prefix-less ones (elmo_tf.system.native_logs drops them).
 NATIVE_LINE = re.compile(
     r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d.*|WARNING: All log messages before absl.*"
     r"|To enable the following instructions.*|INFO: Created TensorFlow Lite.*)$",

@@ -21,7 +21,7 @@ TEST_FILES_NEEDING = {
     "unit/test_serving_settings.py": SERVING,
     "unit/test_grpc_messages.py": SERVING,
     "integration/test_tflite.py": TFLITE,
-    "unit/test_tflite_checks.py": TFLITE,
+    "model/test_tflite_checks.py": TFLITE,
     "integration/test_onnx.py": ONNX,
     "unit/test_onnx_checks.py": ONNX,
     "integration/test_beam.py": BEAM,

@@ -1,6 +1,6 @@
 """Lines at the edges of a line bound, shared by the line reader's and Beam's tests."""
 
-from elmo_tf.text_lines import RawLine
+from elmo_tf.tokens.text_lines import RawLine
 
 
 def edge_lines(bound):

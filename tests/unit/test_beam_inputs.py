@@ -14,7 +14,7 @@ from support.text_edges import edge_lines
 from elmo_tf.beam import ElmoModelHandler, ElmoSavedModelHandler, pipeline
 from elmo_tf.cli import beam as beam_command
 from elmo_tf.cli.main import main as elmo_tf_main
-from elmo_tf.text_lines import read_text_lines
+from elmo_tf.tokens.text_lines import read_text_lines
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ class _Readable:
 
 
 def test_numbered_lines_are_read_text_lines(tmp_path):
-    """Lines and numbers are those of ``elmo-tf embed``'s reader (``elmo_tf.text_lines``)."""
+    """Lines and numbers are those of ``elmo-tf embed``'s reader (``elmo_tf.tokens.text_lines``)."""
     data = codecs.BOM_UTF8 + "a b\r\n\r\nc\rd\n\né ü\r\r\n\nlast".encode()
     path = tmp_path / "lines.txt"
     path.write_bytes(data)
@@ -250,9 +250,9 @@ def test_inputs_that_are_no_files_stop_the_job_before_it_starts(tmp_path, capsys
 
 def test_one_token_limit_for_embed_and_beam():
     """A 5,000-token line gets the same treatment from `elmo-tf embed` and the Beam job."""
-    from elmo_tf import text_lines
     from elmo_tf.cli import beam as beam_command
     from elmo_tf.cli.main import build_parser
+    from elmo_tf.tokens import text_lines
 
     line = " ".join(["w"] * 5000).encode()
     ((key, tokens),) = pipeline.DecodeLine().process(("f", 0, line, None))

@@ -4,8 +4,8 @@ warnings, and the suggestion for a model name that is not one."""
 import pytest
 from support.console import KEPT, NATIVE_NOISE
 
-from elmo_tf import native_logs
 from elmo_tf.cli.main import _all_parsers, build_parser
+from elmo_tf.system import native_logs
 
 # The first word of every command's description: an imperative, as in "Embed every line".
 VERBS = {"Add", "Compute", "Count", "Download", "Embed", "Export", "Fetch", "List", "Remove", "Run",

@@ -9,9 +9,9 @@ import pytest
 from support.paths import FIXTURES, TINY
 
 import elmo_tf
-from elmo_tf import options_file
 from elmo_tf.config import ElmoConfig, OptionsError
-from elmo_tf.environment import EnvironmentVariableError
+from elmo_tf.formats import options_file
+from elmo_tf.system.environment import EnvironmentVariableError
 
 
 def _write(tmp_path, options):

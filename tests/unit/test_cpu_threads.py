@@ -6,7 +6,7 @@ import warnings
 import pytest
 
 import elmo_tf
-from elmo_tf import cpu_threads
+from elmo_tf.system import cpu_threads
 
 
 @pytest.mark.parametrize(("cpus", "expected"), [(1, (1, 1)), (2, (1, 2)), (16, (8, 2))])

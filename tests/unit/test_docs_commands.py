@@ -22,6 +22,7 @@ from elmo_tf.cli.main import _all_parsers, build_parser
 
 DOCUMENT_PATHS = [
     ROOT / "README.md",
+    ROOT / "ARCHITECTURE.md",
     *sorted((ROOT / "docs").glob("*.md")),
     ROOT / "serving" / "README.md",
     ROOT / "export" / "README.md",

@@ -1,10 +1,10 @@
 """The docs' code blocks are all accounted for: each says whether it runs (and how), the README
 stays short, and most blocks run (tests/integration/test_docs_*.py run them)."""
 
-from support.docs import BLOCKS, COMMAND_BLOCKS, DOCUMENTS, HALVES
+from support.docs import BLOCKS, COMMAND_BLOCKS, DOCUMENTS, DOCUMENTS_BY_TEST_FILE
 from support.paths import ROOT
 
-from elmo_tf.extras import EXTRAS
+from elmo_tf.system.extras import EXTRAS
 
 
 def test_every_command_block_says_whether_it_runs():
@@ -36,7 +36,7 @@ def test_the_docs_run_most_of_their_examples():
 
 
 def test_the_two_docs_test_files_run_every_document_once():
-    halves = [document for documents in HALVES.values() for document in documents]
+    halves = [document for documents in DOCUMENTS_BY_TEST_FILE.values() for document in documents]
     assert sorted(halves) == sorted(DOCUMENTS)
 
 

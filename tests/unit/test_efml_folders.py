@@ -1,6 +1,7 @@
 """ELMoForManyLangs (EFML) models read as data, no model built: their dictionaries, config and
-folder (``elmo_tf.efml``), the code-point mapping (``elmo_tf.codepoints``) against the ids
-EFML gave, and the format extension. The numbers are tests/model/test_efml_model.py's."""
+folder (``elmo_tf.foreign.efml_folder``), the code-point mapping (``elmo_tf.tokens.codepoints``)
+against the ids EFML gave, and the format extension. The numbers are
+tests/model/test_efml_model.py's."""
 
 import json
 import re
@@ -13,10 +14,11 @@ from hypothesis import strategies as st
 from support.foreign_models import EFML_TINY, efml_golden
 from support.paths import FIXTURES
 
-from elmo_tf import codepoints
 from elmo_tf.config import ElmoConfig
-from elmo_tf.efml import conversion, dictionaries, model_folder
 from elmo_tf.errors import ForeignModelError, OptionsError, WeightFileError
+from elmo_tf.foreign import efml_dictionaries, efml_folder
+from elmo_tf.kinds import efml_conversion
+from elmo_tf.tokens import codepoints
 
 
 @pytest.fixture
@@ -31,14 +33,14 @@ def test_a_dictionary_reads_as_efml_reads_it():
     data = "a\t0\n\u3000\t1\n\u00a0\t2\n<pad>\t3\n".encode()
     # EFML's loop keeps the last id of U+3000; a second whitespace line is refused here
     with pytest.raises(ForeignModelError, match=re.escape(r"line 3 gives '\u3000' again")):
-        dictionaries.parse_dictionary(data, "char.dic")
-    lexicon = dictionaries.parse_dictionary(b"a\t0\n \t1\nb\t2", "char.dic")
+        efml_dictionaries.parse_dictionary(data, "char.dic")
+    lexicon = efml_dictionaries.parse_dictionary(b"a\t0\n \t1\nb\t2", "char.dic")
     assert lexicon == {"a": 0, "\u3000": 1, "b": 2}  # a space line strips to its id alone
 
 
 def test_the_fixture_dictionaries_read_with_the_ids_efml_gave():
-    chars = dictionaries.read_dictionary(EFML_TINY / "char.dic")
-    words = dictionaries.read_dictionary(EFML_TINY / "word.dic")
+    chars = efml_dictionaries.read_dictionary(EFML_TINY / "char.dic")
+    words = efml_dictionaries.read_dictionary(EFML_TINY / "word.dic")
     assert chars["<"] == 0 and chars["\u3000"] == chars["中"] - 1
     assert [chars[f"<{n}>"] for n in codepoints.CHAR_SPECIALS] == list(range(120, 126))
     assert words["<oov>"] == 0 and words["é" * 48] == 29
@@ -59,7 +61,7 @@ def test_the_fixture_dictionaries_read_with_the_ids_efml_gave():
 )
 def test_a_broken_dictionary_is_refused_naming_its_line(data, message):
     with pytest.raises(ForeignModelError, match=re.escape(message)) as error:
-        dictionaries.parse_dictionary(data, "char.dic")
+        efml_dictionaries.parse_dictionary(data, "char.dic")
     assert "\n" not in str(error.value)
 
 
@@ -67,7 +69,7 @@ def test_a_broken_dictionary_is_refused_naming_its_line(data, message):
 @given(st.binary(max_size=200))
 def test_fuzz_the_dictionary_parser(data):
     try:
-        lexicon = dictionaries.parse_dictionary(data)
+        lexicon = efml_dictionaries.parse_dictionary(data)
     except ForeignModelError as e:
         assert "\n" not in str(e)
     else:
@@ -75,7 +77,7 @@ def test_fuzz_the_dictionary_parser(data):
 
 
 def test_the_config_path_of_another_machine_falls_back_to_the_folder(folder):
-    config, source = model_folder.resolve_config(folder)
+    config, source = efml_folder.resolve_config(folder)
     assert source == str(folder / "cnn_tiny.json")
     assert config.filters == ((1, 4), (2, 4), (3, 6)) and config.word_dim == 3
     assert (config.cell_clip, config.proj_clip) == (0.5, 0.4)
@@ -90,16 +92,16 @@ def _set_config_path(folder, path):
 def test_the_config_is_looked_for_in_configs_and_by_its_relative_path(folder):
     (folder / "configs").mkdir()
     (folder / "cnn_tiny.json").rename(folder / "configs" / "cnn_tiny.json")
-    assert model_folder.resolve_config(folder)[1] == str(folder / "configs" / "cnn_tiny.json")
+    assert efml_folder.resolve_config(folder)[1] == str(folder / "configs" / "cnn_tiny.json")
     (folder / "configs" / "cnn_tiny.json").rename(folder / "other.json")
     _set_config_path(folder, "other.json")
-    assert model_folder.resolve_config(folder)[1] == str(folder / "other.json")
+    assert efml_folder.resolve_config(folder)[1] == str(folder / "other.json")
 
 
 def test_the_standard_config_name_without_a_file_is_efmls_standard_config(folder):
     (folder / "cnn_tiny.json").unlink()
     _set_config_path(folder, "/Users/x/models/word_elmo/cnn_50_100_512_4096_sample.json")
-    config, source = model_folder.resolve_config(folder)
+    config, source = efml_folder.resolve_config(folder)
     assert source == "standard"
     assert config.filters[-1] == (7, 1024) and (config.projection_dim, config.dim) == (512, 4096)
     assert (config.word_dim, config.char_dim, config.n_highway) == (100, 50, 2)
@@ -112,7 +114,7 @@ def test_a_config_path_outside_the_folder_is_never_opened(folder, tmp_path):
     for path in (str(outside), "../outside.json"):
         _set_config_path(folder, path)
         with pytest.raises(ForeignModelError) as error:
-            model_folder.resolve_config(folder)
+            efml_folder.resolve_config(folder)
         message = str(error.value)
         # what was looked for, inside the folder; never the path outside, which is not read
         assert message.endswith(
@@ -122,7 +124,7 @@ def test_a_config_path_outside_the_folder_is_never_opened(folder, tmp_path):
     # a link in the folder that leads out of it is not followed either
     (folder / "outside.json").symlink_to(outside)
     with pytest.raises(ForeignModelError, match="names no model config in the folder"):
-        model_folder.resolve_config(folder)
+        efml_folder.resolve_config(folder)
 
 
 @pytest.mark.parametrize(
@@ -144,12 +146,12 @@ def test_a_bad_model_config_is_refused_naming_the_key(change, message):
     config = json.loads((EFML_TINY / "cnn_tiny.json").read_text())
     change(config)
     with pytest.raises(ForeignModelError, match=message):
-        model_folder.parse_model_config(json.dumps(config).encode(), "cnn_tiny.json")
+        efml_folder.parse_model_config(json.dumps(config).encode(), "cnn_tiny.json")
 
 
 def test_a_config_json_without_a_config_path_is_refused():
     with pytest.raises(ForeignModelError, match="'config_path' must name the model config"):
-        model_folder.parse_train_config(b'{"seed": 1}', "config.json")
+        efml_folder.parse_train_config(b'{"seed": 1}', "config.json")
 
 
 def _rewrite_dic(path, lines):
@@ -162,13 +164,14 @@ def _rewrite_dic(path, lines):
         (lambda f: (f / "encoder.pkl").unlink(), r"encoder.pkl: missing"),
         (
             lambda f: _rewrite_dic(
-                f / "char.dic", list(dictionaries.read_dictionary(f / "char.dic").items())[:-1]
+                f / "char.dic", list(efml_dictionaries.read_dictionary(f / "char.dic").items())[:-1]
             ),  # fmt: skip
             r"char.dic: lacks <eow>",
         ),
         (
             lambda f: _rewrite_dic(
-                f / "char.dic", [("ζ", 126), *dictionaries.read_dictionary(f / "char.dic").items()]
+                f / "char.dic",
+                [("ζ", 126), *efml_dictionaries.read_dictionary(f / "char.dic").items()],
             ),  # fmt: skip
             r"token_embedder.pkl: char_emb_layer.embedding.weight has shape \(126, 4\), "
             r"expected \(127, 4\)",
@@ -197,7 +200,7 @@ def _rewrite_dic(path, lines):
 def test_a_folder_whose_files_disagree_is_refused_naming_the_file(folder, break_it, message):
     break_it(folder)
     with pytest.raises(ForeignModelError, match=message) as error:
-        model_folder.read_folder(folder)
+        efml_folder.read_folder(folder)
     assert "\n" not in str(error.value)
 
 
@@ -206,7 +209,7 @@ def test_weights_that_are_no_float32_values_are_refused_naming_the_tensor(folder
     """Converted, they would be written, then refused by every load."""
     from support import torch_pickles
 
-    from elmo_tf.torch_state_dict import read_state_dict
+    from elmo_tf.foreign.torch_state_dict import read_state_dict
 
     tensors = read_state_dict(folder / "encoder.pkl")
     name = "forward_layer_1.state_linearity.bias"
@@ -214,7 +217,7 @@ def test_weights_that_are_no_float32_values_are_refused_naming_the_tensor(folder
     tensors[name][3] = value
     (folder / "encoder.pkl").write_bytes(torch_pickles.legacy_bytes(tensors))
     with pytest.raises(ForeignModelError) as error:
-        model_folder.read_folder(folder)
+        efml_folder.read_folder(folder)
     assert str(error.value) == (
         f"{folder / 'encoder.pkl'}: {name} holds NaN, infinity or values past float32's range; "
         "the model cannot be converted"
@@ -228,7 +231,7 @@ def test_a_dictionary_longer_than_its_table_can_be_is_refused_before_it_is_read(
 
     data = "".join(f"c{i}\t{i}\n" for i in range(500_000)).encode()
     (folder / "char.dic").write_bytes(data)
-    error, peak = peak_bytes(model_folder.read_folder, folder)
+    error, peak = peak_bytes(efml_folder.read_folder, folder)
     assert isinstance(error, ForeignModelError)
     rows = (folder / "token_embedder.pkl").stat().st_size // (2 * 4)  # char_dim 4
     assert str(error) == (
@@ -244,19 +247,19 @@ def test_a_dictionary_longer_than_its_table_can_be_is_refused_before_it_is_read(
      ("a\t0\u2028b\t1\x85c\t2".encode(), 3), ("ą\t0\n".encode(), 1)],
 )  # fmt: skip
 def test_the_line_bound_is_at_least_what_splitlines_makes(data, lines):
-    assert dictionaries.line_count_bound(data) == lines >= len(data.decode().splitlines())
+    assert efml_dictionaries.line_count_bound(data) == lines >= len(data.decode().splitlines())
 
 
 def test_a_dictionary_whose_ids_skip_one_is_refused(folder):
-    words = list(dictionaries.read_dictionary(folder / "word.dic").items())
+    words = list(efml_dictionaries.read_dictionary(folder / "word.dic").items())
     words[-1] = (words[-1][0], 40)  # 32 entries, ids up to 40: the table has 32 rows
     _rewrite_dic(folder / "word.dic", words)
     with pytest.raises(ForeignModelError, match="word.dic: ids run to 40 for 32 entries"):
-        model_folder.read_folder(folder)
+        efml_folder.read_folder(folder)
 
 
 def _converted():
-    return conversion.convert(model_folder.read_folder(EFML_TINY))
+    return efml_conversion.convert(efml_folder.read_folder(EFML_TINY))
 
 
 def test_the_converted_config_round_trips_through_options_json(tmp_path):
@@ -312,7 +315,7 @@ def test_a_broken_extension_is_refused_naming_the_key(tmp_path, change, message)
 def test_the_vocabulary_datasets_are_checked_against_the_config():
     config, arrays = _converted()
     vocabulary = codepoints.CodepointVocabulary.from_arrays(config, arrays, "weights.hdf5")
-    assert vocabulary.char_table()[ord("é")] == dictionaries.read_dictionary(
+    assert vocabulary.char_table()[ord("é")] == efml_dictionaries.read_dictionary(
         EFML_TINY / "char.dic")["é"] + 1  # fmt: skip
     for name, value, message in [
         ("vocabulary/char_codepoints", np.zeros([5], np.int32), "has shape"),
@@ -342,7 +345,7 @@ def test_the_mappers_ids_are_efmls_plus_one():
 
 
 def test_fuzz_target_of_the_weight_file_reads_the_vocabulary(tmp_path):
-    from elmo_tf.weight_file import parse_weight_file, write_arrays
+    from elmo_tf.formats.weight_file import parse_weight_file, write_arrays
 
     config, arrays = _converted()
     write_arrays(arrays, tmp_path / "weights.hdf5")
@@ -357,33 +360,33 @@ def test_fuzz_target_of_the_weight_file_reads_the_vocabulary(tmp_path):
 def test_a_model_over_the_size_limits_is_refused_naming_the_model_config(folder, monkeypatch):
     monkeypatch.setenv("ELMO_TF_MAX_DIMENSION", "8")
     with pytest.raises(ForeignModelError) as error:
-        conversion.convert(model_folder.read_folder(folder))
+        efml_conversion.convert(efml_folder.read_folder(folder))
     assert str(error.value).startswith(f"{folder / 'cnn_tiny.json'}: 'encoder.dim' is 10, above")
 
 
 def test_a_dictionary_id_one_past_its_tables_last_row_is_refused(folder):
     """32 entries are rows 0..31: an id of 32 (the others unchanged) is refused in one line."""
-    words = list(dictionaries.read_dictionary(folder / "word.dic").items())
+    words = list(efml_dictionaries.read_dictionary(folder / "word.dic").items())
     words[-1] = (words[-1][0], len(words))
     _rewrite_dic(folder / "word.dic", words)
     with pytest.raises(ForeignModelError, match="word.dic: ids run to 32 for 32 entries"):
-        model_folder.read_folder(folder)
+        efml_folder.read_folder(folder)
 
 
 def test_a_clip_of_0_is_efmls_no_clip():
     """EFML tests `if clip:`: 0 clips nothing (a clip to 0.0 would zero every cell)."""
     config = json.loads((EFML_TINY / "cnn_tiny.json").read_text())
     config["encoder"].update(cell_clip=0, proj_clip=0.0)
-    parsed = model_folder.parse_model_config(json.dumps(config).encode(), "cnn_tiny.json")
+    parsed = efml_folder.parse_model_config(json.dumps(config).encode(), "cnn_tiny.json")
     assert (parsed.cell_clip, parsed.proj_clip) == (None, None)
     config["encoder"].update(cell_clip=0.25, proj_clip=None)
-    parsed = model_folder.parse_model_config(json.dumps(config).encode(), "cnn_tiny.json")
+    parsed = efml_folder.parse_model_config(json.dumps(config).encode(), "cnn_tiny.json")
     assert (parsed.cell_clip, parsed.proj_clip) == (0.25, None)
 
 
 def test_the_sentence_markers_word_ids_fall_back_to_oov():
     """A word.dic without <bos> and <eos> (EFML looks them up with <oov>'s id as default)."""
-    chars = dictionaries.read_dictionary(EFML_TINY / "char.dic")
+    chars = efml_dictionaries.read_dictionary(EFML_TINY / "char.dic")
     words = {"<oov>": 0, "<pad>": 1, "cat": 2}
     _, _, word_specials = codepoints.CodepointVocabulary.from_lexicons(chars, words)
     assert dict(zip(codepoints.WORD_SPECIALS, word_specials)) == {
@@ -409,12 +412,12 @@ def test_a_character_table_giving_one_code_point_two_ids_is_refused():
 @pytest.mark.parametrize("path", ["..", ".", "configs/..", "a/../..", "/x/..", ""])
 def test_config_candidates_never_name_the_folder_or_its_parent(path):
     """Found by fuzz/efml_config.py: a config_path of '..' made '..' a place to look."""
-    for candidate in model_folder.config_candidates(path):
+    for candidate in efml_folder.config_candidates(path):
         assert candidate not in (".", "..") and not candidate.startswith(".."), candidate
 
 
 def test_config_candidates_in_order():
-    assert model_folder.config_candidates("configs/cnn.json") == ["configs/cnn.json", "cnn.json"]
-    assert model_folder.config_candidates("/Users/x/cnn.json") == ["configs/cnn.json", "cnn.json"]
-    assert model_folder.config_candidates("../x/cnn.json") == ["configs/cnn.json", "cnn.json"]
-    assert model_folder.config_candidates("sub\\\\cnn.json")[-1] == "cnn.json"
+    assert efml_folder.config_candidates("configs/cnn.json") == ["configs/cnn.json", "cnn.json"]
+    assert efml_folder.config_candidates("/Users/x/cnn.json") == ["configs/cnn.json", "cnn.json"]
+    assert efml_folder.config_candidates("../x/cnn.json") == ["configs/cnn.json", "cnn.json"]
+    assert efml_folder.config_candidates("sub\\\\cnn.json")[-1] == "cnn.json"

@@ -24,7 +24,7 @@ def test_export_saved_model_without_tf_servings_protos_names_the_extra(
 
 def test_the_library_export_checks_it_too(tmp_path, monkeypatch):
     from elmo_tf.export.saved_model import export_saved_model
-    from elmo_tf.extras import MissingExtraError
+    from elmo_tf.system.extras import MissingExtraError
 
     monkeypatch.setitem(sys.modules, "tensorflow_serving", None)
     with pytest.raises(MissingExtraError, match="a SavedModel's warm-up records needs the"):

@@ -1,4 +1,4 @@
-"""The one atomic writer and the one UTF-8 line reader (elmo_tf.files)."""
+"""The one atomic writer and the one UTF-8 line reader (elmo_tf.system.files)."""
 
 import os
 import re
@@ -7,9 +7,9 @@ import stat
 import pytest
 from support.special_files import special_file
 
-from elmo_tf import files
 from elmo_tf.errors import ElmoError, InputFileError
-from elmo_tf.text_lines import read_text_lines
+from elmo_tf.system import files
+from elmo_tf.tokens.text_lines import read_text_lines
 
 
 def test_atomic_write_replaces_and_a_failure_keeps_the_old_file(tmp_path):

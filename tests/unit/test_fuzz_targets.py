@@ -9,7 +9,7 @@ import importlib.util
 import pytest
 from support.paths import ROOT
 
-from elmo_tf.extras import MissingExtraError
+from elmo_tf.system.extras import MissingExtraError
 
 
 def _runner():

@@ -9,10 +9,10 @@ import pytest
 from support.paths import TINY
 
 import elmo_tf
-from elmo_tf import urls
 from elmo_tf.cli.main import main
 from elmo_tf.errors import ElmoError, OptionsError, WeightFileError
 from elmo_tf.presets import cache, cache_entries, published
+from elmo_tf.system import urls
 
 
 def test_unknown_names_list_the_known_ones():
@@ -130,10 +130,13 @@ NLPL_MIRROR, MODEL_MIRROR = "http://nlpl.mirror.example/repo", "http://models.mi
     ],
     ids=["nlpl", "nlpl mirror", "published", "published mirror", "a user's URL"],
 )
-def test_a_failed_download_names_the_variable_of_its_own_family(url, variable, monkeypatch):
+def test_a_failed_download_names_the_variable_of_its_own_family(
+    url, variable, monkeypatch, tmp_path
+):
     """Following the advice literally changes where the file is read from: an NLPL archive's
     names ELMO_TF_NLPL_BASE_URL, a published model's ELMO_TF_MODEL_BASE_URL, a user's own URL
     neither (no variable moves it)."""
+    monkeypatch.setenv("ELMO_TF_CACHE_DIR", str(tmp_path))  # nothing cached elsewhere
     mirrored = "mirror" in url
     if mirrored:
         monkeypatch.setenv("ELMO_TF_NLPL_BASE_URL", NLPL_MIRROR)

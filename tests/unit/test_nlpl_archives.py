@@ -1,5 +1,5 @@
 """NLPL repository archives and names, read without a model: hostile zip files refused in one
-line with nothing written outside their directory (``elmo_tf.zip_archives``), and the names
+line with nothing written outside their directory (``elmo_tf.foreign.zip_archives``), and the names
 and their addresses (``elmo_tf.presets.nlpl``). The numbers are tests/model/test_nlpl_models.py's,
 the mirror path tests/integration/test_nlpl_downloads.py's."""
 
@@ -21,8 +21,9 @@ from support.foreign_models import (
     zip_bytes,
 )
 
-from elmo_tf import zip_archives
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.foreign import zip_archives
+from elmo_tf.kinds import model_kinds
 from elmo_tf.presets import nlpl
 
 
@@ -37,17 +38,17 @@ def _tree(path):
 
 
 def test_both_kinds_are_told_apart_and_only_what_the_model_reads_is_extracted(tmp_path):
-    bilm = zip_archives.extract(NLPL_BILM_ZIP, tmp_path / "bilm")
-    assert bilm.kind == zip_archives.BILM
-    assert "meta.json" in bilm.members  # the catalogue's record: allowed, never read
+    assert model_kinds.unpack_archive(NLPL_BILM_ZIP, tmp_path / "bilm") is model_kinds.BILM
+    members, _ = model_kinds.check_archive(NLPL_BILM_ZIP)
+    assert "meta.json" in members  # the catalogue's record: allowed, never read
     assert _tree(tmp_path / "bilm") == ["model.hdf5", "options.json", "vocab.txt"]
     others = [("other_config.json", b"{}"), ("configs/old.json", b"{}"), ("README", b"x"),
               ("classifier.pkl", b"softmax"), ("meta.json", b"{}")]  # fmt: skip
-    efml = zip_archives.extract(
+    efml = model_kinds.unpack_archive(
         _write(tmp_path, zip_bytes([*efml_members("144/"), *[("144/" + n, d) for n, d in others]])),
         tmp_path / "efml",
     )
-    assert efml.kind == zip_archives.EFML  # one top-level folder is tolerated
+    assert efml is model_kinds.EFML  # one top-level folder is tolerated
     assert _tree(tmp_path / "efml") == sorted(EFML_FILES)  # the model config config.json names
     assert (tmp_path / "efml" / "encoder.pkl").read_bytes() == (
         EFML_TINY / "encoder.pkl"
@@ -98,7 +99,8 @@ HOSTILE = [
     ("nested by name", lambda: zip_bytes([*bilm_members(), ("weights.zip", b"PK")]),
      "'weights.zip' is an archive inside the archive"),
     ("missing", lambda: zip_bytes([m for m in bilm_members() if m[0] != "model.hdf5"]),
-     "lacks model.hdf5 (a bilm-tf model archive holds options.json, model.hdf5)"),
+     "lacks weights.hdf5 or model.hdf5 (a bilm-tf model archive holds options.json, "
+     "weights.hdf5 or model.hdf5)"),
     ("extra", lambda: zip_bytes([*bilm_members(), ("run.sh", b"rm -rf ~")]),
      "holds 'run.sh', which a bilm-tf model archive has no place for"),
     ("subfolder", lambda: zip_bytes([*bilm_members(), ("a/b/c.json", b"{}")]),
@@ -114,7 +116,7 @@ HOSTILE = [
 def test_a_hostile_archive_is_refused_in_one_line_and_writes_nothing(tmp_path, make, message):
     archive = _write(tmp_path, make())
     with pytest.raises(ForeignModelError) as error:
-        zip_archives.extract(archive, tmp_path / "out")
+        model_kinds.unpack_archive(archive, tmp_path / "out")
     assert message in str(error.value) and str(error.value).startswith(str(archive))
     assert "\n" not in str(error.value)
     assert _tree(tmp_path) == ["model.zip"]  # nothing extracted, nothing outside
@@ -124,7 +126,7 @@ def test_a_declared_size_over_the_bound_is_refused_before_reading(tmp_path, monk
     monkeypatch.setattr(zip_archives, "MAX_MEMBER_BYTES", 100_000)
     archive = _write(tmp_path, zip_bytes(bilm_members()))
     with pytest.raises(ForeignModelError, match="'model.hdf5' declares 450,896 bytes, more than"):
-        zip_archives.inspect(archive)
+        model_kinds.check_archive(archive)
 
 
 @pytest.mark.parametrize("size", [61, 63, 0xFFFFFFF0])
@@ -133,7 +135,7 @@ def test_a_wrong_declared_size_is_refused_and_removes_what_was_written(tmp_path,
     data = zip_bytes(members, compression=zipfile.ZIP_STORED)
     archive = _write(tmp_path, _with_size(data, "vocab.txt", size))
     with pytest.raises(ForeignModelError) as error:
-        zip_archives.extract(archive, tmp_path / "out")
+        model_kinds.unpack_archive(archive, tmp_path / "out")
     assert "vocab.txt" in str(error.value) or "damaged zip archive" in str(error.value)
     assert _tree(tmp_path) == ["model.zip"]
 
@@ -142,7 +144,7 @@ def test_an_archive_inside_by_its_bytes_is_refused_when_extracted(tmp_path):
     members = [m for m in bilm_members() if m[0] != "vocab.txt"]
     archive = _write(tmp_path, zip_bytes([*members, ("vocab.txt", zip_bytes([("x", b"y")]))]))
     with pytest.raises(ForeignModelError, match="'vocab.txt' is an archive inside the archive"):
-        zip_archives.extract(archive, tmp_path / "out")
+        model_kinds.unpack_archive(archive, tmp_path / "out")
     assert _tree(tmp_path) == ["model.zip"]
 
 
@@ -151,7 +153,7 @@ def test_extraction_never_follows_a_link_in_place_of_a_file(tmp_path):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "out").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(FileExistsError):
-        zip_archives.extract(NLPL_BILM_ZIP, tmp_path / "out")
+        model_kinds.unpack_archive(NLPL_BILM_ZIP, tmp_path / "out")
     assert _tree(tmp_path / "elsewhere") == []
 
 
@@ -162,11 +164,11 @@ def test_fuzz_the_archive_parser(data):
     for _ in range(data.draw(st.integers(1, 6))):
         original[data.draw(st.integers(0, len(original) - 1))] = data.draw(st.integers(0, 255))
     try:
-        layout = zip_archives.parse_archive(bytes(original))
+        _, kind = model_kinds.parse_archive(bytes(original))
     except ForeignModelError as e:
         assert "\n" not in str(e)
     else:
-        assert layout.kind in (zip_archives.BILM, zip_archives.EFML)
+        assert kind in model_kinds.KINDS
 
 
 def test_names_and_aliases_name_the_repository_address(monkeypatch):
@@ -217,9 +219,9 @@ def test_a_stream_shorter_than_its_declared_size_is_measured_by_what_it_consumes
     archive = _write(tmp_path, data)
     info = zipfile.ZipFile(archive).getinfo("vocab.txt")
     assert 50 < info.file_size / info.compress_size < zip_archives.MAX_RATIO
-    zip_archives.inspect(archive)  # the directory alone passes
+    model_kinds.check_archive(archive)  # the directory alone passes
     with pytest.raises(ForeignModelError, match="'vocab.txt' expands .* a zip bomb"):
-        zip_archives.extract(archive, tmp_path / "out")
+        model_kinds.unpack_archive(archive, tmp_path / "out")
     assert _tree(tmp_path) == ["model.zip"]
 
 
@@ -228,12 +230,12 @@ def test_members_whose_compressed_bytes_overlap_or_pass_the_end_are_refused(tmp_
     first = zipfile.ZipFile(io.BytesIO(data)).infolist()[0]
     overlapping = _with_compressed_size(data, first.filename, first.compress_size + 40)
     with pytest.raises(ForeignModelError, match=f"members '{first.filename}' and '.*' overlap"):
-        zip_archives.parse_archive(overlapping)
+        model_kinds.parse_archive(overlapping)
     last = zipfile.ZipFile(io.BytesIO(data)).infolist()[-1]
     past = _with_compressed_size(data, last.filename, len(data))
     with pytest.raises(ForeignModelError, match=f"'{last.filename}' declares .* compressed bytes, "
                        "more than the archive holds"):  # fmt: skip
-        zip_archives.parse_archive(past)
+        model_kinds.parse_archive(past)
 
 
 def _with_compressed_size(data, name, size):
@@ -251,11 +253,11 @@ def test_the_member_count_limit_holds_at_its_value(tmp_path):
     fill = [(f"readme{i}.txt", b"x") for i in range(zip_archives.MAX_MEMBERS - len(base))]
     at_limit = zip_bytes([*base, *fill])
     with pytest.raises(ForeignModelError, match="holds 'readme0.txt', which a bilm-tf model"):
-        zip_archives.parse_archive(at_limit)  # counted, then judged member by member
+        model_kinds.parse_archive(at_limit)  # counted, then judged member by member
     one_more = zip_bytes([*base, *fill, ("extra.txt", b"x")])
     with pytest.raises(ForeignModelError, match=f"holds {zip_archives.MAX_MEMBERS + 1} members, "
                        f"more than the {zip_archives.MAX_MEMBERS} a model has"):  # fmt: skip
-        zip_archives.parse_archive(one_more)
+        model_kinds.parse_archive(one_more)
 
 
 def test_an_encrypted_member_is_refused_as_encrypted():
@@ -263,7 +265,7 @@ def test_an_encrypted_member_is_refused_as_encrypted():
     at = data.index(b"PK\x01\x02")  # the first member's directory entry: its flag bits
     data[at + 8] |= 0x1
     with pytest.raises(ForeignModelError, match="member 'meta.json' is encrypted"):
-        zip_archives.parse_archive(bytes(data))
+        model_kinds.parse_archive(bytes(data))
 
 
 @pytest.mark.parametrize(
@@ -290,8 +292,8 @@ def test_state_dicts_in_pytorchs_zip_layout_are_extracted_and_read(tmp_path):
     one the state_dict reader reads (not an archive inside the archive)."""
     from support import torch_pickles
 
-    from elmo_tf.efml import model_folder
-    from elmo_tf.torch_state_dict import read_state_dict
+    from elmo_tf.foreign import efml_folder
+    from elmo_tf.foreign.torch_state_dict import read_state_dict
 
     members = []
     for name, data in efml_members():
@@ -299,8 +301,8 @@ def test_state_dicts_in_pytorchs_zip_layout_are_extracted_and_read(tmp_path):
             data = torch_pickles.zip_bytes(read_state_dict(EFML_TINY / name), folder=name[:-4])
             assert data.startswith(b"PK\x03\x04")
         members.append((name, data))
-    zip_archives.extract(_write(tmp_path, zip_bytes(members)), tmp_path / "out")
-    folder = model_folder.read_folder(tmp_path / "out")
+    model_kinds.unpack_archive(_write(tmp_path, zip_bytes(members)), tmp_path / "out")
+    folder = efml_folder.read_folder(tmp_path / "out")
     expected = read_state_dict(EFML_TINY / "encoder.pkl")
     assert sorted(folder.encoder) == sorted(expected)
     for name, array in expected.items():
@@ -343,5 +345,5 @@ def test_a_member_placed_before_the_archives_start_is_refused(tmp_path):
     data = zip_bytes(bilm_members(), compression=zipfile.ZIP_STORED)
     archive = _write(tmp_path, data[:40] + data[140:])
     with pytest.raises(ForeignModelError, match="'meta.json' starts before the archive does"):
-        zip_archives.extract(archive, tmp_path / "out")
+        model_kinds.unpack_archive(archive, tmp_path / "out")
     assert _tree(tmp_path) == ["model.zip"]

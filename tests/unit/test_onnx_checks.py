@@ -17,8 +17,8 @@ from support.triton import triton_model_config_class
 
 from elmo_tf.cli.main import main
 from elmo_tf.errors import ExportError, ModelFileError
-from elmo_tf.export import onnx_triton
-from elmo_tf.export.onnx import OnnxModel, options_metadata, run_onnx
+from elmo_tf.export import onnx_metadata, onnx_triton
+from elmo_tf.export.onnx import OnnxModel, run_onnx
 from elmo_tf.export.onnx_export import OPSET, non_standard_operators
 from elmo_tf.models import output_keys
 from elmo_tf.testing.onnx_stand_in import stand_in_model, stand_in_options
@@ -316,7 +316,7 @@ def test_a_graph_that_agrees_with_its_metadata_runs(tmp_path, arguments):
 
 
 def test_the_metadata_reader_reads_entries_as_protobuf_does(tmp_path):
-    """``options_metadata`` walks the file's top-level fields: entries before and after the
+    """``onnx_metadata`` walks the file's top-level fields: entries before and after the
     graph, a key given twice in one entry (the last counts, as protobuf reads), unknown fields
     of every wire type; onnx's own parser reads the same entries."""
     model = stand_in_model(metadata=[("a", "1"), ("elmo_tf.options", "{}")])
@@ -334,7 +334,28 @@ def test_the_metadata_reader_reads_entries_as_protobuf_does(tmp_path):
     path.write_bytes(data)
     parsed = onnx.load_from_string(data)
     expected = [p.value.encode() for p in parsed.metadata_props if p.key == "elmo_tf.options"]
-    assert options_metadata(path) == expected == [b"{}", b"late"]
+    assert _options_entries(path) == expected == [b"{}", b"late"]
+
+
+def _options_entries(path):
+    with onnx_metadata.read_metadata(path, ["elmo_tf.options", "a"]) as metadata:
+        return metadata.values("elmo_tf.options", 1 << 20)
+
+
+def test_the_metadata_reader_finds_every_key_in_one_walk(tmp_path):
+    """The runner's three keys, wherever they lie and however many times, from one walk; a
+    value is read no further than its bound plus one byte."""
+    model = stand_in_model(metadata=[("elmo_tf.precision", "int8"), ("b", "x"),
+                                     ("elmo_tf.vocabulary", "QUJD"), ("elmo_tf.options", "{}"),
+                                     ("elmo_tf.precision", "float32")])  # fmt: skip
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    keys = ["elmo_tf.options", "elmo_tf.precision", "elmo_tf.vocabulary"]
+    with onnx_metadata.read_metadata(path, keys) as metadata:
+        assert metadata.values("elmo_tf.precision", 16) == [b"int8", b"float32"]
+        assert metadata.values("elmo_tf.vocabulary", 2) == [b"QUJ"]  # cut at its bound + 1
+        assert metadata.values("elmo_tf.options", 16) == [b"{}"]
+        assert metadata.values("b", 16) == []  # not asked for
 
 
 @pytest.mark.parametrize(
@@ -354,7 +375,7 @@ def test_metadata_that_cannot_be_walked_is_one_line(tmp_path, data, message):
         ModelFileError,
         match="^" + re.escape(f"{path}: its metadata cannot be read ({message}); not an ELMo"),
     ):
-        options_metadata(path)
+        _options_entries(path)
 
 
 def test_an_options_fault_of_the_metadata_is_a_model_file_error(tmp_path):
@@ -375,9 +396,9 @@ def test_an_options_fault_of_the_metadata_is_a_model_file_error(tmp_path):
 
 def test_names_and_metadata_that_are_not_utf8_are_one_line(tmp_path):
     """ONNX Runtime turns each name, metadata key and value into text as it is read: an output
-    name (or the input's) that is not UTF-8 raised ``UnicodeDecodeError`` from ``OnnxModel``
-    and ``embed --onnx``, a metadata value from ``run_onnx`` on a session (found while fixing
-    the ONNX fuzz target, whose stand-in session now decodes as ONNX Runtime does)."""
+    name (or the input's) or a metadata value that is not UTF-8 is one line from
+    ``OnnxModel``, ``embed --onnx`` and ``run_onnx`` on a session, never a
+    ``UnicodeDecodeError``."""
     data = stand_in_model(
         metadata=[("elmo_tf.options", json.dumps(stand_in_options())), ("note", "XX")]
     ).SerializeToString()
@@ -396,3 +417,24 @@ def test_names_and_metadata_that_are_not_utf8_are_one_line(tmp_path):
     ):
         run_onnx(onnxruntime.InferenceSession(str(noted)), ids)
     assert run_onnx(noted, ids)["elmo"].shape == (1, 2, 32)
+
+
+def test_a_long_chain_is_sorted_without_recursion():
+    """5,000 nodes, each reading the next one's output, given last first: sorted into the
+    order ONNX requires, the independent node kept in its place; a cycle is named."""
+    from onnx import helper
+
+    from elmo_tf.export.onnx_graph import sort_topologically
+
+    n = 5000
+    nodes = [helper.make_node("Identity", [f"v{i + 1}"], [f"v{i}"], name=f"n{i}") for i in range(n)]
+    nodes.insert(0, helper.make_node("Identity", ["x"], ["y"], name="alone"))
+    graph = helper.make_graph(nodes, "chain", [], [])
+    sort_topologically(graph)
+    assert [node.name for node in graph.node] == ["alone", *(f"n{i}" for i in reversed(range(n)))]
+    cycle = helper.make_graph(
+        [helper.make_node("Identity", ["b"], ["a"], name="first"),
+         helper.make_node("Identity", ["a"], ["b"], name="second")], "cycle", [], []
+    )  # fmt: skip
+    with pytest.raises(RuntimeError, match="the graph has a cycle through"):
+        sort_topologically(cycle)

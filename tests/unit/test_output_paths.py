@@ -173,7 +173,8 @@ def test_a_vocabulary_never_goes_into_its_corpus_directory(tmp_path, capsys):
 def test_vocabulary_bounds_name_the_flag_before_the_corpus_is_read(
     argv, message, tmp_path, monkeypatch, capsys
 ):
-    """(--min-count 0 used to name the output file and the Python argument, after reading.)"""
+    """The flag is named (not the output file nor the Python argument), before the corpus is
+    read."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "in.txt").write_bytes(b"\xff not text: reading it would fail first\n")
     line = refused(argv, capsys, message)

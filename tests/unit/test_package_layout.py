@@ -8,6 +8,7 @@
 """
 
 import ast
+import re
 
 import pytest
 from support.paths import ROOT
@@ -117,3 +118,59 @@ def _explained(lines, index):
             if not stripped.endswith(",") and not stripped.endswith("("):
                 return False
     return False
+
+
+# The package's top level: the model's config, its errors, value checks, precision, the
+# backend, the package face and its helpers; everything else lives in a folder that names it.
+MAX_TOP_LEVEL_MODULES = 12
+
+
+def test_the_top_level_holds_few_modules():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
+def test_package_faces_only_hand_names_on():
+    """A package's ``__init__.py`` below the top level defines no function or class: it
+    imports and lists names (or declares constants), and the logic lives in a module that
+    says what it is."""
+    faces = sorted(p for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE)
+    assert len(faces) > 10
+    defining = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
+        for path in faces
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    ]
+    assert defining == []
+
+
+def _folders():
+    """``(the repository's folders, the package's)``: what a newcomer reads as the design."""
+
+    def listed(directory):
+        return sorted(
+            p.name
+            for p in directory.iterdir()
+            if p.is_dir()
+            and not p.name.startswith((".", "_"))
+            and not p.name.endswith(".egg-info")
+            and p.name not in ("mutants", "build", "dist")  # mutmut's copy; build outputs
+            and any(p.rglob("*.py")) | any(p.rglob("*.md"))
+        )
+
+    return listed(ROOT), listed(PACKAGE)
+
+
+def test_the_readme_map_and_the_architecture_name_every_folder():
+    top, package = _folders()
+    assert "elmo_tf" in top and {"tokens", "kinds", "foreign", "system"} <= set(package)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (row,) = [line for line in readme.splitlines() if line.startswith("| [ARCHITECTURE.md]")]
+    architecture = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    for folder in top:
+        assert re.search(rf"(?<![\w/]){folder}/", row), folder
+        assert f"`{folder}/`" in architecture, folder
+    for folder in package:
+        assert re.search(rf"(?<![\w/]){folder}/", row), folder
+        assert f"`elmo_tf/{folder}/`" in architecture, folder

@@ -7,7 +7,7 @@ import re
 
 from support.paths import ROOT
 
-from elmo_tf import extras
+from elmo_tf.system import extras
 
 REPO = str(ROOT)
 

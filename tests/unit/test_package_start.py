@@ -47,14 +47,43 @@ MOVED_IN_0_2 = {
     "elmo_tf.word_senses": "elmo_tf.probes.word_senses",
     "elmo_tf.serving.batching": "elmo_tf.serving.request_batching",
 }
+# The top level's modules, grouped by what they are after 0.2.0 (CHANGELOG.md).
+MOVED_SINCE_0_2 = {
+    "elmo_tf.characters": "elmo_tf.tokens.characters",
+    "elmo_tf.codepoints": "elmo_tf.tokens.codepoints",
+    "elmo_tf.token_mappers": "elmo_tf.tokens.token_mappers",
+    "elmo_tf.text_lines": "elmo_tf.tokens.text_lines",
+    "elmo_tf.options_file": "elmo_tf.formats.options_file",
+    "elmo_tf.weight_file": "elmo_tf.formats.weight_file",
+    "elmo_tf.embedding_file": "elmo_tf.formats.embedding_file",
+    "elmo_tf.torch_state_dict": "elmo_tf.foreign.torch_state_dict",
+    "elmo_tf.zip_archives": "elmo_tf.foreign.zip_archives",
+    "elmo_tf.efml": "elmo_tf.foreign",
+    "elmo_tf.efml.dictionaries": "elmo_tf.foreign.efml_dictionaries",
+    "elmo_tf.efml.model_folder": "elmo_tf.foreign.efml_folder",
+    "elmo_tf.efml.conversion": "elmo_tf.kinds.efml_conversion",
+    "elmo_tf.environment": "elmo_tf.system.environment",
+    "elmo_tf.extras": "elmo_tf.system.extras",
+    "elmo_tf.files": "elmo_tf.system.files",
+    "elmo_tf.untrusted_files": "elmo_tf.system.untrusted_files",
+    "elmo_tf.native_logs": "elmo_tf.system.native_logs",
+    "elmo_tf.urls": "elmo_tf.system.urls",
+    "elmo_tf.cpu_threads": "elmo_tf.system.cpu_threads",
+}
+MOVED = {**MOVED_IN_0_2, **MOVED_SINCE_0_2}
 
 
-@pytest.mark.parametrize("old, new", sorted(MOVED_IN_0_2.items()))
+@pytest.mark.parametrize(
+    "old, new", sorted((o, n) for o, n in MOVED.items() if o != "elmo_tf.efml")
+)
 def test_a_moved_module_path_imports_the_new_module_with_a_warning(old, new, monkeypatch):
     assert _moved.MOVED[old] == new
     monkeypatch.delitem(sys.modules, old, raising=False)
-    with pytest.warns(DeprecationWarning, match=rf"^{old} moved to {new}; the old path goes"):
+    with pytest.warns(DeprecationWarning) as record:  # a moved package's path warns too
         module = importlib.import_module(old)
+    assert f"{old} moved to {new}; the old path goes in the next release" in [
+        str(w.message) for w in record
+    ]
     assert module is importlib.import_module(new)  # one module: patching one patches both
     assert importlib.import_module(old) is module  # imported once, warned once
 
@@ -73,5 +102,17 @@ def test_the_finder_is_installed_once():
     assert sum(isinstance(f, _moved._MovedModuleFinder) for f in sys.meta_path) == 1
 
 
+def test_a_module_of_a_moved_package_is_reached_through_it(monkeypatch):
+    """``from elmo_tf.efml import model_folder``: the package's path, then its module's."""
+    for name in ("elmo_tf.efml", "elmo_tf.efml.model_folder"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.warns(DeprecationWarning) as record:
+        from elmo_tf.efml import model_folder
+    assert model_folder is importlib.import_module("elmo_tf.foreign.efml_folder")
+    assert sorted(str(w.message).split(" moved")[0] for w in record) == [
+        "elmo_tf.efml", "elmo_tf.efml.model_folder"
+    ]  # fmt: skip
+
+
 def test_no_other_module_path_is_redirected():
-    assert _moved.MOVED == MOVED_IN_0_2
+    assert _moved.MOVED == MOVED

@@ -94,9 +94,24 @@ def test_the_flags_are_read_from_cpuinfo(tmp_path):
     )
     flags = precision.cpu_flags(cpuinfo)
     assert flags == {"fpu", "avx2", "avx512f", "avx512_bf16", "avx512_vnni"}
-    assert precision.native_bf16(flags=flags) and precision.fast_int8(flags)
-    assert not precision.native_bf16(flags={"avx2"}) and not precision.fast_int8({"avx2"})
+    assert precision.native_bf16(flags=flags)
+    assert not precision.native_bf16(flags={"avx2"})
     assert precision.cpu_flags(tmp_path / "missing") == set()  # no /proc: no flags
+
+
+def test_an_arm_cpu_with_bf16_in_its_features_line_computes_bfloat16(tmp_path):
+    """Arm's /proc/cpuinfo names its extensions on a "Features" line (Neoverse V1: bf16)."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd sve bf16 i8mm\n"
+        "CPU implementer\t: 0x41\n\nprocessor\t: 1\nFeatures\t: fp\n"
+    )
+    flags = precision.cpu_flags(cpuinfo)
+    assert flags == {"fp", "asimd", "sve", "bf16", "i8mm"} and precision.native_bf16(flags=flags)
+    assert precision.check("bfloat16", "tensorflow", "cpu", flags) == "bfloat16"
+    graviton2 = {"fp", "asimd", "atomics"}  # Neoverse N1: no bf16
+    with pytest.raises(precision.PrecisionError, match="bfloat16 needs a CPU with"):
+        precision.check("bfloat16", "tensorflow", "cpu", graviton2)
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,6 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2
 
-from elmo_tf.characters import WHITESPACE, split_tokens
 from elmo_tf.serving.content_coding import PIECE_BYTES, BodyDecoder
 from elmo_tf.serving.errors import ServingError
 from elmo_tf.serving.in_flight import ReceivedBodies, WrittenAnswers
@@ -26,6 +25,7 @@ from elmo_tf.serving.options import BatchingOptions
 from elmo_tf.serving.request_batching import Batcher
 from elmo_tf.serving.request_limits import BodyBudget
 from elmo_tf.serving.signature import SignatureSpec
+from elmo_tf.tokens.characters import WHITESPACE, split_tokens
 
 TIMEOUT = 30  # seconds, for every call
 

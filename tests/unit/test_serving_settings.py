@@ -158,7 +158,7 @@ def test_deployment_assets():
 )
 def test_batching_parameters_file_is_read_strictly(tmp_path, text, message):
     """TF Serving's parser refuses what it cannot read; so does this one, naming the line
-    (garbage, a typo or a bad value used to be silently ignored: default batching)."""
+    (garbage, a typo or a bad value is refused, never taken as default batching)."""
     path = tmp_path / "batching_parameters.txt"
     path.write_text(text + "\n", encoding="utf-8")
     if message is None:  # fields the server does not use are ignored

@@ -1,4 +1,4 @@
-"""The one line reader (``elmo_tf.text_lines``): lines as an editor numbers them, read as a
+"""The one line reader (``elmo_tf.tokens.text_lines``): lines as an editor numbers them, read as a
 stream whatever the chunk size, every line bounded in bytes."""
 
 import codecs
@@ -9,7 +9,7 @@ import pytest
 from support.text_edges import edge_lines
 
 from elmo_tf.errors import InputFileError
-from elmo_tf.text_lines import (
+from elmo_tf.tokens.text_lines import (
     DEFAULT_MAX_LINE_BYTES,
     RawLine,
     decoded_lines,
@@ -160,7 +160,7 @@ def test_every_reader_holds_the_default_bound_at_its_edge(tmp_path, monkeypatch,
     import sys
 
     from elmo_tf.cli.client import read_sentences as client_sentences
-    from elmo_tf.embedding_file import iter_lines
+    from elmo_tf.formats.embedding_file import iter_lines
     from elmo_tf.probes.word_senses import load_examples
     from elmo_tf.training.corpus import read_corpus
     from elmo_tf.training.vocabulary import Vocabulary
@@ -188,7 +188,7 @@ def test_every_reader_holds_the_default_bound_at_its_edge(tmp_path, monkeypatch,
 
 @pytest.mark.parametrize("max_tokens", [1, 3, 10_000])
 def test_embed_refuses_one_token_over_its_bound(tmp_path, max_tokens):
-    from elmo_tf.embedding_file import iter_lines
+    from elmo_tf.formats.embedding_file import iter_lines
 
     path = tmp_path / "in.txt"
     path.write_text(" ".join(["t"] * max_tokens) + "\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The PyTorch state_dict reader (``elmo_tf.torch_state_dict``): PyTorch's legacy and zip
+"""The PyTorch state_dict reader (``elmo_tf.foreign.torch_state_dict``): PyTorch's legacy and zip
 layouts read as data with NumPy, and a file that would run code refused before any of it runs.
 Unit tests: no model, no TensorFlow, no PyTorch (``torch_pickles`` writes the files)."""
 
@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from support import torch_pickles
 from support.foreign_models import EFML_TINY
 
-from elmo_tf import torch_state_dict
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.foreign import torch_state_dict
+from elmo_tf.foreign.torch_state_dict import parse_state_dict, read_state_dict
 from elmo_tf.testing.memory import peak_bytes
-from elmo_tf.torch_state_dict import parse_state_dict, read_state_dict
 
 
 def _tensors():

@@ -1,4 +1,5 @@
-"""The files training reads and writes go through elmo_tf.files: atomic writes, one reader."""
+"""The files training reads and writes go through elmo_tf.system.files: atomic writes, one
+reader."""
 
 import json
 import os
@@ -6,9 +7,10 @@ import os
 import numpy as np
 import pytest
 
-from elmo_tf import presets, weight_file
+from elmo_tf import presets
 from elmo_tf.config import ElmoConfig
 from elmo_tf.errors import CorpusError, InputFileError
+from elmo_tf.formats import weight_file
 from elmo_tf.training import softmax_file
 from elmo_tf.training.corpus import read_corpus
 from elmo_tf.training.training_options import write_json

@@ -4,7 +4,7 @@ id from its word vocabulary.
 A model with ``character_scheme="codepoints"`` (converted from ELMoForManyLangs, EFML) reads a
 token as a row of ``config.id_width`` ids: 50 character slots, then the word id when it has a
 word embedding. Every id is EFML's id + 1, so that 0 keeps meaning "a padded token position",
-as with UTF-8 bytes (``elmo_tf.characters``). For a token of n code points (cut to its first
+as with UTF-8 bytes (``elmo_tf.tokens.characters``). For a token of n code points (cut to its first
 48, as EFML's ``read_list`` cuts it):
 
 =============  ===============================================================================
@@ -33,8 +33,9 @@ import dataclasses
 
 import numpy as np
 
-from elmo_tf import characters, checks
+from elmo_tf import checks
 from elmo_tf.errors import ExportError, WeightFileError
+from elmo_tf.tokens import characters
 
 UTF8_BYTES = "utf8-bytes"
 CODEPOINTS = "codepoints"

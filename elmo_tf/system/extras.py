@@ -47,7 +47,8 @@ def install_command(extra):
 def source_tree():
     """The source tree elmo_tf is imported from (the folder with its ``setup.py``), or ``None``
     for an installed package."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # elmo_tf/
+    root = os.path.dirname(package)
     if os.path.isfile(os.path.join(root, "setup.py")):
         return root
     return None

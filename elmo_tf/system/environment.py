@@ -23,8 +23,9 @@ what it may be. ``value(name)`` reads one, checked the same way.
 
 import os
 
-from elmo_tf import checks, urls
+from elmo_tf import checks
 from elmo_tf.errors import ElmoError
+from elmo_tf.system import urls
 
 PREFIX = "ELMO_TF_"
 _TRUE = ("1", "true", "yes")

@@ -15,19 +15,22 @@ the ids of its four special words). A file without them is read as before, and a
 without them writes none of their keys.
 
 The file is untrusted input: it is read no further than ``MAX_OPTIONS_BYTES``
-(``elmo_tf.untrusted_files``), parsed as strict JSON (a key given twice refused), its structure
-walked (``lstm`` and ``char_cnn`` objects, the required keys), a key one typo away from a key
-the format defines refused, and its values handed to ``ElmoConfig``, which checks each of them
+(``elmo_tf.system.untrusted_files``), parsed as strict JSON (a key given twice refused), its
+structure walked (``lstm`` and ``char_cnn`` objects, the required keys), a key one typo away from a
+key the format defines refused, and its values handed to ``ElmoConfig``, which checks each of them
 once and bounds the model's size. Errors name the file and the key.
 """
 
 import dataclasses
 import math
 
-from elmo_tf import characters, checks, codepoints, untrusted_files
+from elmo_tf import checks
 from elmo_tf.errors import OptionsError
+from elmo_tf.system import untrusted_files
+from elmo_tf.tokens import characters, codepoints
 
 # An official options.json is a few hundred bytes; reading stops well before memory is at risk.
+FILE_NAME = "options.json"  # in a model directory (a weight file's name: weight_file.FILE_NAME)
 MAX_OPTIONS_BYTES = 1 << 20
 
 ACTIVATIONS = ("relu", "tanh")

@@ -37,8 +37,9 @@ import zlib
 
 import numpy as np
 
-from elmo_tf import checks, untrusted_files
+from elmo_tf import checks
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.system import untrusted_files
 
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 PROTOCOL_VERSION = 1001
@@ -49,7 +50,7 @@ MAX_FILE_BYTES = 4 << 30
 # tensors view one storage would otherwise cost far more memory than its size.
 MAX_VIEW_FACTOR = 4
 MAX_TENSOR_RANK = 8
-_WHAT = "PyTorch state_dict file"
+_FILE_KIND = "PyTorch state_dict file"
 
 # PyTorch's storage types and the little-endian NumPy dtype of their values.
 _DTYPES = {
@@ -251,12 +252,12 @@ def read_state_dict(path, max_bytes=MAX_FILE_BYTES, check=None):
     ``{name: (shape, dtype)}`` once the pickle is read and before any tensor's values are: it
     raises for tensors missing, extra or of the wrong shape, so that none is allocated."""
     path = os.fspath(path)
-    untrusted_files.check_readable(path, _WHAT, ForeignModelError)
+    untrusted_files.check_readable(path, _FILE_KIND, ForeignModelError)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size > max_bytes:
             raise ForeignModelError(
-                f"{path}: {size:,} bytes, more than the {max_bytes:,} a {_WHAT} may have"
+                f"{path}: {size:,} bytes, more than the {max_bytes:,} a {_FILE_KIND} may have"
             )
         return _read(f, size, path, check)
 
@@ -290,14 +291,14 @@ def _read(f, size, source, check=None):
     except ForeignModelError:
         raise
     except _Refused as e:
-        raise ForeignModelError(f"{source}: not loaded: the {_WHAT} {e}") from None
+        raise ForeignModelError(f"{source}: not loaded: the {_FILE_KIND} {e}") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, KeyError,
             IndexError, OverflowError, MemoryError, RecursionError, zipfile.BadZipFile,
             UnicodeDecodeError, NotImplementedError, RuntimeError, zlib.error,
             lzma.LZMAError) as e:  # fmt: skip  # zipfile's, for damaged or encrypted members
-        detail = " ".join(str(e).split())[:120] or type(e).__name__
+        detail = checks.error_text(e, 120)
         raise ForeignModelError(
-            f"{source}: not a {_WHAT} in PyTorch's legacy or zip layout ({detail})"
+            f"{source}: not a {_FILE_KIND} in PyTorch's legacy or zip layout ({detail})"
         ) from None
 
 

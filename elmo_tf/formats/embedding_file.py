@@ -24,7 +24,7 @@ time) and embedded ``WINDOW_LINES`` lines at a time, length-sorted within the wi
 written as it comes: memory follows the window, not the input. Only ``sentence_to_index``, the
 format's JSON of every sentence, grows with the input (its text, a small fraction of the
 vectors written to disk). The file is written under a temporary name in the output
-directory and renamed into place at the end (``elmo_tf.files.atomic_path``): an interrupted
+directory and renamed into place at the end (``elmo_tf.system.files.atomic_path``): an interrupted
 run leaves no file under the output name and any previous file there untouched.
 """
 
@@ -36,11 +36,12 @@ import sys
 
 import numpy as np
 
-from elmo_tf import checks, files
-from elmo_tf.characters import split_tokens
+from elmo_tf import checks
 from elmo_tf.errors import InputFileError, OutputFileError
 from elmo_tf.models.length_batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
-from elmo_tf.text_lines import MAX_TOKENS_PER_LINE, decoded_lines, read_text_lines
+from elmo_tf.system import files
+from elmo_tf.tokens.characters import split_tokens
+from elmo_tf.tokens.text_lines import MAX_TOKENS_PER_LINE, decoded_lines, read_text_lines
 
 LAYER_CHOICES = ("all", "top", "average")
 # Lines embedded (and length-sorted) together: larger windows sort better, smaller ones hold
@@ -185,7 +186,7 @@ def _reason(error):
         errno = int(match.group(1)) if match else None
     if errno:
         return os.strerror(errno)
-    return " ".join(str(error).split())[:300] or type(error).__name__
+    return checks.error_text(error, 300)
 
 
 def _quiet_h5py_dealloc(previous_hook, unraisable):

@@ -1,8 +1,9 @@
 """An ELMoForManyLangs model as our model's options and weights (bilm-tf's layout, extended).
 
-``convert(model_folder)`` returns the ``ElmoConfig`` and the ``{dataset: array}`` of the weight
-file that ``elmo-tf convert`` writes and ``weight_file.load_arrays`` loads. Each of EFML's
-tensors maps to one dataset (``_TABLE``); the traps, each commented where it is handled:
+``convert(model_folder)`` (a ``efml_folder.ModelFolder``) returns the ``ElmoConfig`` and the
+``{dataset: array}`` of the weight file that ``elmo-tf convert`` writes and
+``weight_file.load_arrays`` loads. Each of EFML's tensors maps to one dataset (``_TABLE``); the
+traps, each commented where it is handled:
 
 - the convolutions: PyTorch's ``Conv1d`` weight is ``(out, in, width)``; bilm-tf's is a
   Conv2D kernel ``(1, width, in, out)``. Both are cross-correlations, so only the axes move;
@@ -28,20 +29,20 @@ The mix of the layers needs nothing: EFML's ``output_layer=-1`` is their plain m
 
 import numpy as np
 
-from elmo_tf.codepoints import CODEPOINTS, CodepointVocabulary
 from elmo_tf.config import ElmoConfig, InvalidValue
-from elmo_tf.efml.model_folder import MAX_CHARACTERS_PER_TOKEN
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.foreign.efml_folder import MAX_CHARACTERS_PER_TOKEN
+from elmo_tf.tokens.codepoints import CODEPOINTS, CodepointVocabulary
 
 
 def config_of(model, size_limits=None):
     """The ``ElmoConfig`` of a ``ModelFolder`` (its size bounded: ``elmo_tf.config``)."""
-    c = model.config
+    efml = model.config
     _, char_specials, word_specials = CodepointVocabulary.from_lexicons(
         model.char_lexicon, model.word_lexicon
     )
     try:
-        return _checked_config(model, c, char_specials, word_specials, size_limits)
+        return _checked_config(model, efml, char_specials, word_specials, size_limits)
     except InvalidValue as e:  # named as the model config names it
         subject = "the model" if e.key is None else f"'{_EFML_KEYS.get(e.key, e.key)}'"
         source = model.config_source
@@ -62,25 +63,25 @@ _EFML_KEYS = {
 }
 
 
-def _checked_config(model, c, char_specials, word_specials, size_limits):
+def _checked_config(model, efml, char_specials, word_specials, size_limits):
     config = ElmoConfig(
-        filters=c.filters,
-        char_embedding_dim=c.char_dim,
-        n_highway=c.n_highway,
-        activation=c.activation,
-        projection_dim=c.projection_dim,
-        lstm_dim=c.dim,
-        n_lstm_layers=c.n_layers,
-        cell_clip=c.cell_clip,
-        proj_clip=c.proj_clip,
+        filters=efml.filters,
+        char_embedding_dim=efml.char_dim,
+        n_highway=efml.n_highway,
+        activation=efml.activation,
+        projection_dim=efml.projection_dim,
+        lstm_dim=efml.dim,
+        n_lstm_layers=efml.n_layers,
+        cell_clip=efml.cell_clip,
+        proj_clip=efml.proj_clip,
         use_skip_connections=True,  # ElmobiLm adds each layer's input from layer 2 on
         max_characters_per_token=MAX_CHARACTERS_PER_TOKEN,
         n_characters=len(model.char_lexicon) + 1,
         character_scheme=CODEPOINTS,
         special_characters=char_specials,
-        word_embedding_dim=c.word_dim,
-        n_words=len(model.word_lexicon) + 1 if c.word_dim else 0,
-        special_words=word_specials if c.word_dim else None,
+        word_embedding_dim=efml.word_dim,
+        n_words=len(model.word_lexicon) + 1 if efml.word_dim else 0,
+        special_words=word_specials if efml.word_dim else None,
     )
     config.check_size(size_limits)
     return config

@@ -19,8 +19,9 @@ ids need).
 
 import os
 
-from elmo_tf import checks, untrusted_files
+from elmo_tf import checks
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.system import untrusted_files
 
 SPACE_TOKEN = "\u3000"  # what a line holding only whitespace and its id stands for
 # A word.dic of EFML's released models has 150,000 entries at most (max_vocab_size): a few MB.

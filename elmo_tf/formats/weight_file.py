@@ -30,7 +30,7 @@ models.md, "The format extension") has its own character table, so ``char_embed`
 datasets too, read with the same checks (bounded by the options before anything is read) and
 given to the model's ``token_mapper``, never to a variable: ``vocabulary/char_codepoints``
 ``(n_characters,)`` int32, ``vocabulary/words`` uint8 and ``vocabulary/word_offsets``
-``(n_words + 1,)`` int64 (``elmo_tf.codepoints.CodepointVocabulary``).
+``(n_words + 1,)`` int64 (``elmo_tf.tokens.codepoints.CodepointVocabulary``).
 """
 
 import dataclasses
@@ -41,8 +41,10 @@ import typing
 import h5py
 import numpy as np
 
-from elmo_tf import codepoints, files, token_mappers, untrusted_files
+from elmo_tf import checks
 from elmo_tf.errors import WeightFileError
+from elmo_tf.system import files, untrusted_files
+from elmo_tf.tokens import codepoints, token_mappers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +105,7 @@ def _without_zero_row(v):
 
 
 # The datasets whose file may hold the id-0 row already (one row more than expected).
+FILE_NAME = "weights.hdf5"  # in a model directory, beside options_file.FILE_NAME
 _ZERO_ROW_DATASETS = ("char_embed", "word_embed")
 
 
@@ -161,7 +164,7 @@ def parse_weight_file(config, data, source="weight file"):
         f = h5py.File(io.BytesIO(bytes(data)), "r")
     except OSError as e:
         raise WeightFileError(
-            f"{source}: not a readable HDF5 weight file ({_first_line(e)})"
+            f"{source}: not a readable HDF5 weight file ({checks.first_line(e)})"
         ) from None
     with f:
         arrays = {e.dataset: a for e, a in _checked_arrays(f, source, table)}
@@ -186,7 +189,7 @@ def _open(path, mode):
         return h5py.File(path, mode)
     except OSError as e:
         raise WeightFileError(
-            f"{path}: not a readable HDF5 weight file ({_first_line(e)})"
+            f"{path}: not a readable HDF5 weight file ({checks.first_line(e)})"
         ) from None
 
 
@@ -201,10 +204,6 @@ def open_untrusted(path):
         f.close()
         raise
     return f
-
-
-def _first_line(error):
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def _check_links_and_storage(f, path):
@@ -361,7 +360,7 @@ def load_weights(model, path):
 
 def load_arrays(model, arrays, source):
     """``load_weights`` from ``{dataset: numpy array}`` (a weight file's names and layout,
-    as ``elmo_tf.efml.conversion`` makes them in memory), with the same checks of every
+    as ``elmo_tf.kinds.efml_conversion`` makes them in memory), with the same checks of every
     dataset's presence, shape, dtype and values; ``source`` names them in errors."""
     values = [(e.variable, a) for e, a in _checked_arrays(arrays, source, weight_table(model))]
     return _assign(model, values, _checked_vocabulary(arrays, source, model.config))
@@ -405,7 +404,7 @@ def _checked_vocabulary(f, path, config, read_values=True):
             except (OSError, RuntimeError, ValueError, TypeError) as e:
                 raise WeightFileError(
                     f"{path}: corrupt HDF5 weight file, cannot read dataset '{name}' "
-                    f"({_first_line(e)})"
+                    f"({checks.first_line(e)})"
                 ) from None
     if not read_values:
         return None
@@ -434,7 +433,7 @@ def _checked_arrays(f, path, table, read_values=True):
     except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
         # A corrupt file fails inside HDF5 with any of these, at any stage.
         raise WeightFileError(
-            f"{path}: corrupt HDF5 weight file, cannot read {where} ({_first_line(e)})"
+            f"{path}: corrupt HDF5 weight file, cannot read {where} ({checks.first_line(e)})"
         ) from None
 
 

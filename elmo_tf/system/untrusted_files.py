@@ -12,7 +12,8 @@ mean another).
 import json
 import os
 
-from elmo_tf import files
+from elmo_tf import checks
+from elmo_tf.system import files
 
 
 def check_readable(path, what, error):
@@ -20,9 +21,9 @@ def check_readable(path, what, error):
     at least one byte; ``what`` names its kind (``"weight file"``)."""
     path = os.fspath(path)
     if os.path.isdir(path):
-        raise error(f"{path}: is a directory, not {_a(what)}")
+        raise error(f"{path}: is a directory, not {checks.with_article(what)}")
     if kind := files.stream_kind(path):
-        raise error(f"{path}: is a {kind}, not {_a(what)}")
+        raise error(f"{path}: is a {kind}, not {checks.with_article(what)}")
     try:
         with open(path, "rb") as f:
             empty = not f.read(1)
@@ -52,7 +53,7 @@ def read_bounded(path, what, max_bytes, error, hint=""):
     except OSError as e:
         raise error(f"{path}: cannot read {what} ({e.strerror})") from None
     if len(data) > max_bytes:
-        raise error(f"{path}: larger than {max_bytes} bytes, not {_a(what)}{hint}")
+        raise error(f"{path}: larger than {max_bytes} bytes, not {checks.with_article(what)}{hint}")
     if not data.strip():
         raise error(f"{path}: {what} is empty")
     return data
@@ -69,10 +70,6 @@ def parse_json(data, path, what, error):
         raise error(f"{path}: not a valid JSON {what} (nested too deeply)") from None
     except ValueError as e:  # JSONDecodeError, a repeated key, an integer of 4300+ digits
         raise error(f"{path}: not a valid JSON {what} ({e})") from None
-
-
-def _a(what):
-    return f"{'an' if what[:1].lower() in 'aeiou' else 'a'} {what}"
 
 
 def _unique_keys(pairs):

@@ -111,7 +111,7 @@ def batch_to_ids(sentences, max_length=None):
 def rows_to_ids(sentences, token_row, width, max_length=None):
     """``(B, T, width)`` int32 ids of tokenised sentences, ``token_row(token)`` for each
     distinct token (once per call), zero at padded positions: ``batch_to_ids`` with another
-    mapping (a code-point model's, ``elmo_tf.codepoints``)."""
+    mapping (a code-point model's, ``elmo_tf.tokens.codepoints``)."""
     sentences = token_lists(sentences)
     longest = max((len(s) for s in sentences), default=0)
     if max_length is None:

@@ -1,37 +1,33 @@
-"""NLPL repository archives (zip files of a model folder), checked and unpacked as hostile input.
+"""An archive of one model folder (the NLPL repository's zips), checked and unpacked as hostile
+input. It knows zip files, not models: which files a model of each kind holds and reads is
+``elmo_tf.kinds.model_kinds``'s to say.
 
 The NLPL vector repository hosts ELMo models as zip archives of one model folder, files at the
-root (or, tolerated here, under one top-level folder): bilm-tf's (``options.json``,
-``model.hdf5``, ``vocab.txt``; release 20) or ELMoForManyLangs' (``config.json``, ``char.dic``,
-``word.dic``, ``token_embedder.pkl``, ``encoder.pkl``; release 11). ``inspect`` reads an
-archive's directory only and refuses, each in one ``ForeignModelError`` line naming the
-archive and the member:
+root (or, tolerated here, under one top-level folder). ``inspect`` reads an archive's directory
+only and refuses, each in one ``ForeignModelError`` line naming the archive and the member:
 
 - a name that is absolute, holds ``..``, a backslash, a NUL or a drive, or names a place other
-  than the folder's root (or its ``configs/``), or one given twice;
+  than the folder's root (or one of the ``subfolders`` a kind has), or one given twice;
 - a member that is a symbolic link, a device or a pipe (its Unix mode), or encrypted, or
   compressed with a method zipfile cannot read;
 - a declared size over ``MAX_MEMBER_BYTES`` (all members: ``MAX_TOTAL_BYTES``), a compression
   ratio over ``MAX_RATIO`` above ``RATIO_FLOOR`` bytes (a zip bomb), more than ``MAX_MEMBERS``
   members;
-- a member that is itself an archive (by its name);
-- files missing for its kind, files its kind does not have, or a kind that cannot be told.
+- members whose compressed bytes overlap, start before the archive or run past its end (the
+  directory's compressed sizes are not trusted: a member could declare far more than its
+  stream uses);
+- a member that is itself an archive (by its name).
 
-- members whose compressed bytes overlap, or run past the archive's end (the directory's
-  compressed sizes are not trusted: a member could declare far more than its stream uses).
-
-``extract`` then writes the members the model reads into a new directory, and no other
-(``meta.json``, documents, EFML's softmax ``classifier.pkl``, any model config but the one
-``config.json`` names): each no larger than declared (a member is read no further than its
-declared size plus one byte, and must end there), each expanding no more than ``MAX_RATIO``
-times the compressed bytes actually read for it, each checked for archive signatures (a
-PyTorch state_dict in the zip layout excepted), created with ``O_EXCL`` and ``O_NOFOLLOW``
-under a directory it made itself: nothing is written outside it.
+``extract`` then writes the members it is given into a new directory, and no other: each no
+larger than declared (a member is read no further than its declared size plus one byte, and
+must end there), each expanding no more than ``MAX_RATIO`` times the compressed bytes actually
+read for it, each checked for archive signatures (but those the caller names: a gzip'ed file, a
+PyTorch state_dict in its zip layout), created with ``O_EXCL`` and ``O_NOFOLLOW`` under a
+directory it made itself: nothing is written outside it.
 
 ``parse_archive(data)`` is the fuzz target: ``inspect`` of bytes.
 """
 
-import dataclasses
 import io
 import lzma
 import os
@@ -39,9 +35,9 @@ import stat
 import zipfile
 import zlib
 
-from elmo_tf import checks, files
-from elmo_tf.efml import model_folder
+from elmo_tf import checks
 from elmo_tf.errors import ForeignModelError
+from elmo_tf.system import files
 
 MAX_MEMBERS = 64
 MAX_MEMBER_BYTES = 4 << 30
@@ -53,28 +49,9 @@ RATIO_FLOOR = 1 << 20
 _LOCAL_HEADER_BYTES = 30  # a member's local header before its name and extra field
 _CHUNK = 64 << 10  # small: a stream is read little ahead of what it gives (the ratio check)
 
-BILM = "bilm-tf"
-EFML = "ELMoForManyLangs"
-# kind -> (required files, optional files); a model config of EFML is any other *.json at the
-# root or under configs/ (EFML looks for it by the name its config.json gives).
-LAYOUTS = {
-    BILM: (("options.json", "model.hdf5"), ("vocab.txt", "vocab.txt.gz", "meta.json")),
-    EFML: (
-        ("config.json", "char.dic", "token_embedder.pkl", "encoder.pkl"),
-        ("word.dic", "classifier.pkl", "meta.json"),
-    ),
-}
-_DOCUMENTS = ("readme", "readme.txt", "readme.md", "license", "license.txt", "license.md")
-# What the model reads of each kind (besides EFML's model config, which config.json names).
-READ = {
-    BILM: ("options.json", "model.hdf5", "vocab.txt", "vocab.txt.gz"),
-    EFML: ("config.json", "char.dic", "word.dic", "token_embedder.pkl", "encoder.pkl"),
-}
-# PyTorch's zip layout: a state_dict member that starts as a zip archive does
-_STATE_DICTS = ("token_embedder.pkl", "encoder.pkl")
 _ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz", ".7z", ".rar",
                      ".jar", ".whl", ".bz2", ".xz")  # fmt: skip
-# The first bytes of an archive (a gzip-compressed vocab.txt.gz is the one compressed file).
+# The first bytes of an archive.
 _SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06", b"7z\xbc\xaf\x27\x1c", b"Rar!\x1a\x07",
                b"\xfd7zXZ\x00", b"BZh")  # fmt: skip
 # What zipfile raises for a damaged or unreadable member, besides BadZipFile.
@@ -83,36 +60,31 @@ _DAMAGED = (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError, zli
 _METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
 
 
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """What ``inspect`` found: the model kind, and ``{name in the folder: ZipInfo}``."""
-
-    kind: str
-    members: dict
-
-
-def inspect(path):
-    """The ``Layout`` of the archive at ``path``; ``ForeignModelError`` for anything above."""
+def inspect(path, subfolders=()):
+    """``{name in the folder: ZipInfo}`` of the archive at ``path`` (names relative to its one
+    folder, ``subfolders`` allowed one level down); ``ForeignModelError`` for anything above."""
     path = os.fspath(path)
     try:
         with zipfile.ZipFile(path) as archive:
-            return _layout(archive, path, os.path.getsize(path))
+            return _members(archive, path, os.path.getsize(path), subfolders)
     except ForeignModelError:
         raise
     except (*_DAMAGED, zipfile.LargeZipFile, OSError, ValueError) as e:
-        raise ForeignModelError(f"{path}: not a readable zip archive ({_first_line(e)})") from None
+        raise ForeignModelError(
+            f"{path}: not a readable zip archive ({checks.error_text(e, 120)})"
+        ) from None
 
 
-def parse_archive(data, source="archive"):
+def parse_archive(data, source="archive", subfolders=()):
     """``inspect`` of an archive's bytes. The fuzz target."""
     try:
         with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
-            return _layout(archive, source, len(data))
+            return _members(archive, source, len(data), subfolders)
     except ForeignModelError:
         raise
     except (*_DAMAGED, zipfile.LargeZipFile, ValueError) as e:
         raise ForeignModelError(
-            f"{source}: not a readable zip archive ({_first_line(e)})"
+            f"{source}: not a readable zip archive ({checks.error_text(e, 120)})"
         ) from None
 
 
@@ -127,12 +99,7 @@ def is_zip(path):
         return False
 
 
-def _first_line(error):
-    text = " ".join(str(error).split())
-    return text[:120] or type(error).__name__
-
-
-def _layout(archive, source, size):
+def _members(archive, source, size, subfolders):
     infos = archive.infolist()
     if len(infos) > MAX_MEMBERS:
         raise ForeignModelError(
@@ -155,13 +122,15 @@ def _layout(archive, source, size):
     members = {}
     for info in files:
         relative = info.filename[len(prefix) :]
-        if "/" in relative and not (relative.startswith("configs/") and relative.count("/") == 1):
+        if "/" in relative and not (
+            relative.count("/") == 1 and relative.split("/")[0] in subfolders
+        ):
             raise ForeignModelError(
                 f"{source}: member '{checks.shown(info.filename, 80, quote=False)}' is in a "
                 "folder of its own; a model archive holds one folder's files"
             )
         members[relative] = info
-    return Layout(_kind(members, source), members)
+    return members
 
 
 def _checked_name(name, source):
@@ -259,83 +228,50 @@ def _common_folder(names):
     return ""
 
 
-def _kind(members, source):
-    kinds = [kind for kind, (required, _) in LAYOUTS.items() if required[0] in members]
-    if len(kinds) != 1:
-        raise ForeignModelError(
-            f"{source}: holds neither a bilm-tf model (options.json, model.hdf5) nor an "
-            "ELMoForManyLangs one (config.json, char.dic, token_embedder.pkl, encoder.pkl)"
-            if not kinds
-            else f"{source}: holds both a bilm-tf and an ELMoForManyLangs model"
-        )
-    kind = kinds[0]
-    required, optional = LAYOUTS[kind]
-    missing = [name for name in required if name not in members]
-    if missing:
-        raise ForeignModelError(
-            f"{source}: lacks {', '.join(missing)} (a {kind} model archive holds "
-            f"{', '.join(required)})"
-        )
-    for name in members:
-        if name in required or name in optional or name.lower() in _DOCUMENTS:
-            continue
-        if kind == EFML and name.endswith(".json"):  # the model config, under its own name
-            continue
-        raise ForeignModelError(
-            f"{source}: holds '{checks.shown(name, 80, quote=False)}', which a {kind} model "
-            "archive has no place for"
-        )
-    return kind
-
-
-def extract(path, destination):
-    """Checks the archive at ``path`` (``inspect``) and writes the members the model reads
-    (``members_read``) into the new directory ``destination``; returns the ``Layout``. On any
-    failure ``destination`` is removed again."""
+def extract(path, destination, members, names, nested=()):
+    """Writes the members ``names`` (of ``members``, what ``inspect`` found; no other) of the
+    archive at ``path`` into the new directory ``destination``; a member of ``nested`` may start
+    as an archive does. On any failure ``destination`` is removed again."""
     path, destination = os.fspath(path), os.fspath(destination)
-    layout = inspect(path)
     os.mkdir(destination, 0o755)
     try:
         with open(path, "rb") as raw:
             counted = _CountedReads(raw)
             with zipfile.ZipFile(counted) as archive:
-                for name in members_read(layout, archive, path):
-                    _extract_member(archive, counted, layout.members[name], name, destination,
-                                    path)  # fmt: skip
+                for name in names:
+                    _extract_member(archive, counted, members[name], name, destination, path,
+                                    name in nested)  # fmt: skip
     except _DAMAGED as e:  # a CRC mismatch, a damaged stream, a flag zipfile cannot read
         files.remove(destination)
-        raise ForeignModelError(f"{path}: damaged zip archive ({_first_line(e)})") from None
+        raise ForeignModelError(
+            f"{path}: damaged zip archive ({checks.error_text(e, 120)})"
+        ) from None
     except BaseException:
         files.remove(destination)
         raise
-    return layout
 
 
-def members_read(layout, archive, source):
-    """The names of the members the model of ``layout`` reads, in the archive's order: its
-    kind's files (``READ``) and, for ELMoForManyLangs, the one model config its
-    ``config.json`` names (``model_folder.config_candidates``); no other member is written."""
-    wanted = set(READ[layout.kind])
-    if layout.kind == EFML:
-        info = layout.members["config.json"]
-        config_path = model_folder.parse_train_config(
-            _member_bytes(archive, info, model_folder.MAX_CONFIG_BYTES, source),
-            f"{source}: config.json",
-        )
-        candidates = [c.replace(os.sep, "/") for c in model_folder.config_candidates(config_path)]
-        wanted.update(next(([c] for c in candidates if c in layout.members), []))
-    return [name for name in layout.members if name in wanted]
-
-
-def _member_bytes(archive, info, max_bytes, source):
-    """A small member's bytes, refused in one line past ``max_bytes``."""
+def read_member(path, info, max_bytes):
+    """The bytes of a small member (``info``, of ``inspect``) of the archive at ``path``,
+    refused in one line past ``max_bytes``."""
     if info.file_size > max_bytes:
         raise ForeignModelError(
-            f"{source}: member '{checks.shown(info.filename, 80, quote=False)}' declares "
+            f"{path}: member '{checks.shown(info.filename, 80, quote=False)}' declares "
             f"{info.file_size:,} bytes, more than the {max_bytes:,} it may have"
         )
-    with archive.open(info) as member:
-        return member.read(max_bytes + 1)[:max_bytes]
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open(info) as member:
+            data = member.read(max_bytes + 1)
+    except _DAMAGED as e:
+        raise ForeignModelError(
+            f"{path}: damaged zip archive ({checks.error_text(e, 120)})"
+        ) from None
+    if len(data) > max_bytes:
+        raise ForeignModelError(
+            f"{path}: member '{checks.shown(info.filename, 80, quote=False)}' holds more than "
+            "it declares"
+        )
+    return data
 
 
 class _CountedReads:
@@ -361,7 +297,7 @@ class _CountedReads:
         return True
 
 
-def _extract_member(archive, counted, info, name, destination, source):
+def _extract_member(archive, counted, info, name, destination, source, nested):
     shown = checks.shown(info.filename, 80, quote=False)
     directory = destination
     if "/" in name:  # configs/NAME: a directory made here, never one that was there
@@ -372,12 +308,11 @@ def _extract_member(archive, counted, info, name, destination, source):
             os.mkdir(directory, 0o755)
     target = os.path.join(directory, name.rsplit("/", 1)[-1])
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    nested_allowed = name == "vocab.txt.gz" or name in _STATE_DICTS
     with archive.open(info) as member, open(os.open(target, flags, 0o644), "wb") as out:
         start = counted.consumed  # the member's local header and stream from here
         written = 0
         while chunk := member.read(min(_CHUNK, info.file_size - written + 1)):
-            if written == 0 and not nested_allowed and chunk.startswith(_SIGNATURES):
+            if written == 0 and not nested and chunk.startswith(_SIGNATURES):
                 raise ForeignModelError(
                     f"{source}: member '{shown}' is an archive inside the archive; not extracted"
                 )

@@ -13,9 +13,9 @@ A folder (what the NLPL repository's release-11 archives unpack to) holds:
 - the model config: ``encoder`` (``elmo``: ``projection_dim``, ``dim``, ``n_layers``,
   ``cell_clip``, ``proj_clip``) and ``token_embedder`` (``cnn``: ``filters``, ``n_highway``,
   ``activation``, ``word_dim``, ``char_dim``, ``max_characters_per_token``);
-- ``char.dic`` and, with ``word_dim > 0``, ``word.dic`` (``elmo_tf.efml.dictionaries``);
+- ``char.dic`` and, with ``word_dim > 0``, ``word.dic`` (``elmo_tf.foreign.efml_dictionaries``);
 - ``token_embedder.pkl`` and ``encoder.pkl``: PyTorch 0.4 state_dicts
-  (``elmo_tf.torch_state_dict``, read as data).
+  (``elmo_tf.foreign.torch_state_dict``, read as data).
 
 ``read_folder`` checks every size against every other before anything is converted (each
 table's rows against its dictionary, each convolution, highway and projection against the
@@ -31,10 +31,11 @@ import os
 
 import numpy as np
 
-from elmo_tf import checks, files, untrusted_files
-from elmo_tf.efml import dictionaries
+from elmo_tf import checks
 from elmo_tf.errors import ForeignModelError
-from elmo_tf.torch_state_dict import read_state_dict
+from elmo_tf.foreign import efml_dictionaries
+from elmo_tf.foreign.torch_state_dict import read_state_dict
+from elmo_tf.system import files, untrusted_files
 
 CONFIG_FILE = "config.json"
 CHAR_DIC = "char.dic"
@@ -105,12 +106,6 @@ class ModelFolder:
     encoder: dict
 
 
-def is_model_folder(folder):
-    """Whether ``folder`` looks like an EFML model folder (its ``config.json`` and
-    ``char.dic``), as opposed to bilm-tf's ``options.json`` + weights."""
-    return all(os.path.isfile(os.path.join(folder, f)) for f in (CONFIG_FILE, CHAR_DIC))
-
-
 def read_folder(folder):
     """The ``ModelFolder`` of ``folder``, every file checked against the others."""
     folder = os.fspath(folder)
@@ -120,13 +115,13 @@ def read_folder(folder):
     # A table has a row of `dim` values (2 bytes each at least) per entry in
     # token_embedder.pkl: its size bounds the entries, checked before the tables are built.
     table_bytes = os.path.getsize(_inside(folder, TOKEN_EMBEDDER))
-    char_lexicon = dictionaries.read_dictionary(
+    char_lexicon = efml_dictionaries.read_dictionary(
         _inside(folder, CHAR_DIC), max_entries=table_bytes // (2 * config.char_dim)
     )
     _require(char_lexicon, CHAR_SPECIAL_TOKENS, os.path.join(folder, CHAR_DIC))
     word_lexicon = None
     if config.word_dim:
-        word_lexicon = dictionaries.read_dictionary(
+        word_lexicon = efml_dictionaries.read_dictionary(
             _inside(folder, WORD_DIC), max_entries=table_bytes // (2 * config.word_dim)
         )
         _require(word_lexicon, WORD_REQUIRED_TOKENS, os.path.join(folder, WORD_DIC))
