@@ -1,11 +1,12 @@
 """The served model: its newest version under a base path, swapped when the versions change.
 
 TF Serving's layout and default version policy: ``BASE/N/saved_model.pb`` is version N, and the
-highest N is served. A version directory's name is read by ``elmo_tf.export.versions`` (ASCII
-digits whose value fits in int64, leading zeros allowed: ``0007/`` is version 7 and is read
-import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
-from ``0007/``); any other name is not a version, and a name of digits beyond int64 is ignored
-with one log line. ``ModelManager`` polls ``BASE`` every ``poll_seconds``:
+highest N is served; ``BASE/N/model.onnx`` (Triton's layout: an ONNX export, float32 or int8) is
+a version too, run in ONNX Runtime (``onnx_servable``), and a directory holding both is refused
+when it loads. A version directory's name is read by ``elmo_tf.export.versions`` (ASCII digits
+whose value fits in int64, leading zeros allowed: ``0007/`` is version 7 and is read from
+``0007/``); any other name is not a version, and a number that is no version is ignored with
+one log line saying why. ``ModelManager`` polls ``BASE`` every ``poll_seconds``:
 
 - when the highest version changes (a new export, or the served one deleted) it loads that
   version, warms it up, swaps it in, and unloads the old one once its in-flight requests have
@@ -31,27 +32,24 @@ import re
 import threading
 import time
 
-import grpc
-import numpy as np
+import elmo_tf.serving._deps  # noqa: F401 - the [serving] extra and the backend, first
+
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis.get_model_status_pb2 import ModelVersionStatus
 
 from elmo_tf import checks
-from elmo_tf.checks import shown
 from elmo_tf.config import ElmoConfig
-from elmo_tf.export.saved_model_warmup import WARMUP_FILE, read_warmup_requests
+from elmo_tf.export.saved_model_warmup import WARMUP_FILE
 from elmo_tf.export.versions import MAX_VERSION, versions_in
 from elmo_tf.serving.errors import (
-    ServingError,
     invalid_argument,
     not_found,
     resource_exhausted,
 )
-from elmo_tf.serving.request_batching import CLIENT_GONE, Batcher
-from elmo_tf.serving.request_limits import RequestLimits
-from elmo_tf.serving.signature import SignatureSpec, is_string
-from elmo_tf.serving.tensors import from_tensor_proto
+from elmo_tf.serving.onnx_servable import ONNX_FILE, OnnxServable
+from elmo_tf.serving.servable import ServableBase
+from elmo_tf.serving.signature import SignatureSpec, input_rules
 from elmo_tf.tokens.characters import NUM_CHAR_IDS
 
 log = logging.getLogger("serving")
@@ -61,21 +59,18 @@ RETRY_MAX_SECONDS = 300.0
 
 
 def _input_rules(loaded):
-    """``((character ids, word ids or None), utf8_text)`` of an export: the ids its
-    ``char_ids`` take (bilm-tf's 262 for every model but a code-point one, ELMoForManyLangs',
-    whose ``elmo_config()`` says), and whether its text must be UTF-8 (a code-point model
-    decodes it; bilm-tf's reads any bytes)."""
+    """``signature.input_rules`` of a loaded SavedModel's model (its ``elmo_config()``);
+    bilm-tf's for a SavedModel elmo-tf did not write (its graph checks its own inputs)."""
     try:
         options = json.loads(loaded.elmo_config().numpy().decode("utf-8"))["options"]
         config = ElmoConfig.from_options(options, source="the SavedModel's elmo_config()")
     except (AttributeError, TypeError, KeyError, ValueError, tf.errors.OpError):
-        return (NUM_CHAR_IDS, None), False  # not an elmo-tf export: it checks its own inputs
-    words = config.n_words if config.word_embedding_dim else None
-    return (config.char_table_rows, words), config.uses_codepoints
+        return (NUM_CHAR_IDS, None), False
+    return input_rules(config)
 
 
-class Servable:
-    """One loaded version: its signatures, their batchers, and a count of requests using it.
+class Servable(ServableBase):
+    """One version held as a SavedModel, run in TensorFlow (``ServableBase``'s interface).
 
     Args:
         name: the model name.
@@ -85,9 +80,7 @@ class Servable:
     """
 
     def __init__(self, name, version, path, batching=None):
-        self.name = name
-        self.version = version
-        self.path = path
+        super().__init__(name, version, path, batching)
         self.signature_defs = read_signature_defs(path)
         self._loaded = tf.saved_model.load(path)
         self._functions = dict(self._loaded.signatures)
@@ -97,39 +90,7 @@ class Servable:
             for key in self._functions
             if key in self.signature_defs
         }
-        self._batchers = {}
-        if batching is not None:
-            self._batchers = {
-                key: Batcher(lambda inputs, key=key: self.run(key, inputs), spec, batching)
-                for key, spec in self.specs.items()
-            }
-        self._users = 0
-        self._idle = threading.Condition()
-
-    def signature(self, key):
-        """The ``SignatureSpec`` of ``key``; NOT_FOUND if the model has no such signature."""
-        spec = self.specs.get(key)
-        if spec is None:
-            raise not_found(
-                f"signature {shown(key)} not found in model '{self.name}' version {self.version} "
-                f"(signatures: {', '.join(sorted(self.specs))})"
-            )
-        return spec
-
-    def predict(self, key, inputs, output_filter=(), limits=None, alive=None):
-        """Validates ``inputs`` (alias -> numpy; against ``limits``, a ``RequestLimits``) and
-        runs them, unless ``alive()`` says the client has gone; returns the outputs asked for."""
-        spec = self.signature(key)
-        aliases = spec.check_output_filter(output_filter)
-        batch_size = spec.validate(inputs, limits)
-        batcher = self._batchers.get(key)
-        if batcher is not None:
-            outputs = batcher.submit(inputs, batch_size, alive)
-        elif alive is not None and not alive():
-            raise ServingError(grpc.StatusCode.CANCELLED, CLIENT_GONE)
-        else:
-            outputs = self.run(key, inputs)
-        return {alias: outputs[alias] for alias in aliases}
+        self.start_batchers()
 
     def run(self, key, inputs):
         """Runs signature ``key`` on validated inputs, turning TF errors into ``ServingError``."""
@@ -146,79 +107,33 @@ class Servable:
             raise resource_exhausted(checks.first_line(e.message)) from None
         return {alias: value.numpy() for alias, value in outputs.items()}
 
-    def warm_up(self, limits=None):
-        """Runs the version's warm-up records (``assets.extra/tf_serving_warmup_requests``,
-        ``elmo_tf.export.saved_model_warmup``) as TF Serving does, so the first request is not
-        slow; a record that fails fails the load. Each record is checked as a client's request
-        is, against ``limits`` (a ``RequestLimits``; its defaults if ``None``), its declared
-        shapes before its values are read. Without the file, every signature once on a
-        one-row input. Returns the number of warm-up records run (0 without the file)."""
-        limits = RequestLimits() if limits is None else limits
-        requests = read_warmup_requests(self.path)
-        for key, protos in requests:
-            spec = self.signature(key)
-            spec.check_names(protos)
-            inputs = {
-                alias: from_tensor_proto(
-                    proto,
-                    alias,
-                    spec.inputs[alias].dtype,
-                    lambda shape, alias=alias, spec=spec: spec.check_declared_shape(
-                        alias, shape, limits
-                    ),
-                )
-                for alias, proto in protos.items()
-            }
-            spec.validate(inputs, limits)
-            self.run(key, inputs)
-        if requests:
-            return len(requests)
-        for key, spec in self.specs.items():
-            inputs = {}
-            for alias, tensor in spec.inputs.items():
-                shape = [1 if d is None else d for d in tensor.shape or (1,)]
-                if is_string(tensor):
-                    inputs[alias] = np.full(shape, b"", dtype=object)
-                else:
-                    inputs[alias] = np.zeros(shape, tf.dtypes.as_dtype(tensor.dtype).as_numpy_dtype)
-            self.run(key, inputs)
-        return 0
-
-    def acquire(self):
-        """Counts one more request using this version (``unload`` waits for them)."""
-        with self._idle:
-            self._users += 1
-
-    def release(self):
-        with self._idle:
-            self._users -= 1
-            self._idle.notify_all()
-
-    def unload(self, timeout=None):
-        """Waits for the requests using this version (up to ``timeout`` s), stops its batchers
-        (failing what is still queued then), frees the model."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._idle:
-            while self._users:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    break
-                self._idle.wait(left)
-        for batcher in self._batchers.values():
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            batcher.close(left)
+    def release_model(self):
         self._functions.clear()
         self._loaded = None
         gc.collect()
 
-    def batch_stats(self):
-        """``{"batches", "requests", "queued_rows"}`` summed over the signatures' batchers."""
-        batchers = self._batchers.values()
-        return {
-            "batches": sum(b.batches_run for b in batchers),
-            "requests": sum(b.tasks_run for b in batchers),
-            "queued_rows": sum(b.queued_rows for b in batchers),
-        }
+
+SAVED_MODEL_FILE = "saved_model.pb"
+
+
+def version_files(path):
+    """The files that make the directory ``path`` a version: ``saved_model.pb`` (a
+    SavedModel), ``model.onnx`` (an ONNX export), of those it holds."""
+    return [f for f in (SAVED_MODEL_FILE, ONNX_FILE) if os.path.isfile(os.path.join(path, f))]
+
+
+def load_servable(name, version, path, batching=None):
+    """The servable of the version at ``path``: a SavedModel's (``Servable``) or an ONNX
+    export's (``OnnxServable``); ``ValueError`` for a directory that holds both."""
+    found = version_files(path)
+    if len(found) > 1:
+        raise ValueError(
+            f"version {version} holds both a SavedModel ({SAVED_MODEL_FILE}) and an ONNX export "
+            f"({ONNX_FILE}); a version is one of them"
+        )
+    if found == [ONNX_FILE]:
+        return OnnxServable(name, version, path, batching)
+    return Servable(name, version, path, batching)
 
 
 class ModelManager:
@@ -232,12 +147,12 @@ class ModelManager:
         limits: the ``RequestLimits`` each warm-up record is checked against (its defaults if
             ``None``), as the server checks a client's request.
         load: makes a version's servable, ``load(name, version, path, batching)``:
-            ``Servable`` (a test's stand-in needs its ``version``, ``warm_up``, ``acquire``,
-            ``release`` and ``unload``).
+            ``load_servable`` (a test's stand-in needs its ``version``, ``warm_up``,
+            ``acquire``, ``release`` and ``unload``).
     """
 
     def __init__(
-        self, name, base_path, poll_seconds=2.0, batching=None, limits=None, load=Servable
+        self, name, base_path, poll_seconds=2.0, batching=None, limits=None, load=load_servable
     ):
         self.name = name
         self._make_servable = load
@@ -277,8 +192,8 @@ class ModelManager:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def version_directories(self):
-        """``{version: directory name}`` of the versions with a ``saved_model.pb`` under the
-        base path (``elmo_tf.export.versions`` reads the names)."""
+        """``{version: directory name}`` of the versions (a ``saved_model.pb`` or a
+        ``model.onnx``) under the base path (``elmo_tf.export.versions`` reads the names)."""
         try:
             names = os.listdir(self.base_path)
         except (FileNotFoundError, NotADirectoryError):  # moved away, or a file put there
@@ -292,10 +207,10 @@ class ModelManager:
                 why = "not a version, which must be at most 2**63 - 1 (int64)"
             elif not os.path.isdir(path):
                 why = "a file, not a version directory"
-            elif not os.path.isfile(os.path.join(path, "saved_model.pb")):
+            elif not version_files(path):
                 why = (
-                    "holds no saved_model.pb (a version is a SavedModel: elmo-tf export "
-                    "saved-model)"
+                    f"holds no {SAVED_MODEL_FILE} or {ONNX_FILE} (a version is a SavedModel or "
+                    "an ONNX export: elmo-tf export saved-model, elmo-tf export onnx)"
                 )
             else:
                 versions.append(name)
@@ -307,7 +222,7 @@ class ModelManager:
         return versions_in(versions)
 
     def versions_on_disk(self):
-        """Version numbers with a ``saved_model.pb`` under the base path, ascending."""
+        """Version numbers under the base path, ascending."""
         return sorted(self.version_directories())
 
     def poll(self):
@@ -468,7 +383,7 @@ class ModelManager:
 def read_signature_defs(path):
     """The ``SignatureDef`` map of the SavedModel's ``serve`` MetaGraph (what TF Serving lists)."""
     saved_model = saved_model_pb2.SavedModel()
-    pb_path = os.path.join(path, "saved_model.pb")
+    pb_path = os.path.join(path, SAVED_MODEL_FILE)
     with open(pb_path, "rb") as f:
         saved_model.ParseFromString(f.read())
     for meta_graph in saved_model.meta_graphs:

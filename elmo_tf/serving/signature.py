@@ -186,6 +186,15 @@ class SignatureSpec:
         return ", ".join(f"'{a}' {s.describe()}" for a, s in sorted(self.inputs.items()))
 
 
+def input_rules(config):
+    """``((character ids, word ids or None), utf8_text)`` of a model of ``config`` (an
+    ``ElmoConfig``): the ids its ``char_ids`` take (bilm-tf's 262 for every model but a
+    code-point one, ELMoForManyLangs', whose own tables bound them), and whether its text must
+    be UTF-8 (a code-point model decodes it; bilm-tf's reads any bytes)."""
+    words = config.n_words if config.word_embedding_dim else None
+    return (config.char_table_rows, words), config.uses_codepoints
+
+
 def _variable_axis1(specs):
     return [a for a, s in specs.items() if s.shape and len(s.shape) >= 2 and s.shape[1] is None]
 

@@ -538,18 +538,6 @@ def test_a_second_triton_export_adds_a_version(tiny_onnx, tmp_path):
 # ------------------------------------------------------------------ int8 (--precision int8)
 
 
-@pytest.fixture(scope="module")
-def tiny_int8_onnx(tmp_path_factory, tiny_files):
-    """The tiny model as ``elmo-tf export onnx OUTPUT --precision int8`` writes it."""
-    options, weights = tiny_files
-
-    def make(directory):
-        argv = ["export", "onnx", str(directory / "elmo.onnx"), "--precision", "int8"]
-        assert main(argv + ["--options", str(options), "--weights", str(weights)]) == 0
-
-    return made_once(tmp_path_factory, "tiny_int8_onnx", make) / "elmo.onnx"
-
-
 def _loop_bodies(counts):
     return {path: ops for path, ops in counts.items() if path != "main"}
 

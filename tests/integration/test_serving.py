@@ -464,8 +464,15 @@ def _lines(stream):
     return lines
 
 
-def test_sigterm_finishes_the_request_in_flight(base_path):
-    """The request is slow because it waits 3 s for a batch to fill; SIGTERM comes at 1 s."""
+@pytest.mark.parametrize("kind", ["saved_model", "onnx"])
+def test_sigterm_finishes_the_request_in_flight(kind, base_path, request, tmp_path):
+    """The request is slow because it waits 6 s for a batch to fill; SIGTERM comes before it
+    is answered. Also for a version held as an int8 ONNX file (``model.onnx``)."""
+    if kind == "onnx":
+        pytest.importorskip("onnxruntime")  # the [onnx] extra
+        base_path = tmp_path / "elmo"
+        (base_path / "1").mkdir(parents=True)
+        shutil.copy(request.getfixturevalue("tiny_int8_onnx"), base_path / "1" / "model.onnx")
     command = [
         os.path.join(os.path.dirname(sys.executable), "elmo-tf"),  # the console script
         "serve",

@@ -24,7 +24,9 @@ TEST_FILES_NEEDING = {
     "model/test_tflite_checks.py": TFLITE,
     "integration/test_onnx.py": ONNX,
     "unit/test_onnx_checks.py": ONNX,
+    "integration/test_serving_onnx.py": SERVING + ONNX,
     "integration/test_beam.py": BEAM,
+    "integration/test_beam_onnx.py": BEAM + ONNX,
     "unit/test_beam_inputs.py": BEAM,
 }
 

@@ -144,6 +144,20 @@ def tiny_export(tiny_files, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_int8_onnx(tmp_path_factory, tiny_files):
+    """The tiny model as ``elmo-tf export onnx OUTPUT --precision int8`` writes it."""
+    options, weights = tiny_files
+
+    def make(directory):
+        from elmo_tf.cli.main import main
+
+        argv = ["export", "onnx", str(directory / "elmo.onnx"), "--precision", "int8"]
+        assert main(argv + ["--options", str(options), "--weights", str(weights)]) == 0
+
+    return made_once(tmp_path_factory, "tiny_int8_onnx", make) / "elmo.onnx"
+
+
+@pytest.fixture(scope="session")
 def model_mirror(small_official_files):
     """A loopback HTTP server holding the published layout of ``small`` (random weights) and
     of the tiny row (``tiny_published_row``, a test registers it in ``published.MODELS``):

@@ -80,8 +80,8 @@ def test_directories_without_a_model_or_named_otherwise_are_no_versions(manager,
     lines = sorted(r.getMessage() for r in caplog.records)
     base = manager.base_path
     assert lines == [
-        f"ignoring {os.path.join(base, '2')}: holds no saved_model.pb (a version is a SavedModel: "
-        "elmo-tf export saved-model)",
+        f"ignoring {os.path.join(base, '2')}: holds no saved_model.pb or model.onnx (a version is "
+        "a SavedModel or an ONNX export: elmo-tf export saved-model, elmo-tf export onnx)",
         f"ignoring {os.path.join(base, '3')}: a file, not a version directory",
     ]
     with open(os.path.join(manager.base_path, "2", "saved_model.pb"), "w") as f:
