@@ -83,6 +83,14 @@ def _add_saved_model_parser(formats):
     parser.add_argument(
         "--dropout", type=float, default=0.0, help="dropout on 'elmo' when training (default 0)"
     )
+    add_precision_argument(
+        parser,
+        choices=("float32", "bfloat16"),
+        help="what the SavedModel computes in (default float32): bfloat16 weights, matmuls and "
+        "convolutions, float32 in and out (TF Serving on a CPU with AVX-512 BF16 or AMX, or a "
+        "GPU); refused where this CPU cannot check it. int8: elmo-tf export onnx --precision "
+        "int8",
+    )
     parser.add_argument(
         "--no-warmup-requests",
         dest="warmup_requests",
@@ -179,6 +187,7 @@ def run_saved_model(args):
         check_settings(l2_coefficient=args.l2_coefficient, dropout=args.dropout)
     except ValueError as e:
         raise CommandError(e) from None
+    _check_precision(args.precision, "tensorflow")  # the exporting CPU must run it
     # before TensorFlow: names, files, the options; an OUTDIR that is none of the model's
     # files, a base directory (not a file) with a free version, writable
     model_files = check_model(args)
@@ -189,8 +198,13 @@ def run_saved_model(args):
     from elmo_tf.export.saved_model import export_saved_model  # lazy: starts TensorFlow
 
     start = time.monotonic()
-    model = load_model(args, step="[1/2] ", l2_coefficient=0.0, dropout=args.dropout)
-    print("[2/2] tracing signatures and writing the SavedModel", file=sys.stderr, flush=True)
+    precision = None if args.precision == "float32" else args.precision
+    model = load_model(
+        args, step="[1/2] ", l2_coefficient=0.0, dropout=args.dropout, precision=precision
+    )
+    how = "" if precision is None else f" ({precision}, float32 in and out)"
+    print(f"[2/2] tracing signatures and writing the SavedModel{how}", file=sys.stderr,
+          flush=True)  # fmt: skip
     path = export_saved_model(
         model,
         args.outdir,

@@ -195,7 +195,7 @@ class ElmoLayer(keras.layers.Layer):
                 raise ValueError(
                     f"SavedModel variable {path} has shape {value.shape}, expected {weight.shape}"
                 )
-            weight.assign(value)
+            weight.assign(value.astype(weight.dtype))  # a bfloat16 export's, widened
 
     def build(self, input_shape):
         self.built = True

@@ -16,7 +16,9 @@ signature      inputs                                       notes
 =============  ===========================================  =====================================
 
 Every signature returns the outputs of ``elmo_tf.models.outputs`` (its table is the one
-statement of them), T being the longest sentence of the request.
+statement of them), T being the longest sentence of the request; their vectors are float32,
+also from a model that computes in bfloat16 (``elmo-tf export saved-model --precision
+bfloat16``: its weights stored and its matmuls run in bfloat16, its outputs widened).
 
 Padded positions are zero. Bad input (a wrong dtype or rank, or a ``sequence_len`` that is
 negative, longer than its row, or of another batch size) fails with an error naming the input.
@@ -147,6 +149,7 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
                 "dropout": model.dropout_rate,
                 "trainable": trainable,
                 "variable_paths": [w.path for w in model.weights],
+                "precision": model.dtype_policy.compute_dtype,
             }
         )
         self.regularization_losses = []
@@ -182,7 +185,12 @@ class ElmoModule(tf.__internal__.tracking.AutoTrackable):
 
     def _run(self, char_ids, training=False):
         outputs = self._model.value(char_ids, training=training)
-        return {key: outputs[key] for key in self._output_keys}
+        # float32 out whatever the model computes in (a bfloat16 export's vectors widened)
+        return {
+            key: tf.cast(outputs[key], tf.float32) if outputs[key].dtype.is_floating
+            else outputs[key]
+            for key in self._output_keys
+        }  # fmt: skip
 
     def _default(self, sentences):
         tokens, lengths = split_sentences(sentences)

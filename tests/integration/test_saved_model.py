@@ -11,9 +11,15 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from support.numerics import assert_reordered, assert_reordered_dict, assert_same
+from support.numerics import (
+    assert_half_precision,
+    assert_reordered,
+    assert_reordered_dict,
+    assert_same,
+)
 
 import elmo_tf
+from elmo_tf import precision
 from elmo_tf.cli.main import main
 from elmo_tf.export.saved_model import export_saved_model
 from elmo_tf.models import output_keys
@@ -400,3 +406,51 @@ def test_elmo_layer_takes_the_tokens_signatures_inputs(exported, loaded):
     mix = head.elmo.scalar_mixes[0].scalar_weights.numpy().copy()
     model.fit(data, np.array([1, 0, 1]), epochs=2, verbose=0)
     assert np.abs(head.elmo.scalar_mixes[0].scalar_weights.numpy() - mix).max() > 1e-3
+
+
+@pytest.mark.numerics
+@pytest.mark.skipif(
+    not precision.native_bf16("tensorflow"), reason="this CPU has no native bfloat16"
+)
+def test_a_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(
+    tiny_files, tiny_model, tmp_path, request
+):
+    """``export saved-model --precision bfloat16``: bfloat16 variables, float32 signatures;
+    TF Serving's loader restores it, and ``elmo-tf serve`` serves it."""
+    from elmo_tf.serving.client import embed
+    from elmo_tf.serving.server import ModelServer, ServerOptions
+
+    options, weights = tiny_files
+    base = tmp_path / "elmo"
+    argv = ["export", "saved-model", str(base), "--precision", "bfloat16"]
+    assert main([*argv, "--options", str(options), "--weights", str(weights)]) == 0
+    path = str(base / "1")
+    loaded = tf.saved_model.load(path)
+    floats = {v.dtype for v in loaded.variables if v.dtype.is_floating}
+    assert floats == {tf.bfloat16}
+    assert '"precision": "bfloat16"' in loaded.elmo_config().numpy().decode()
+    sentences = [["The", "cat", "sat", "."], ["Zürich", "café"], ["a"]]
+    tokens, lengths = _padded_tokens(sentences)
+    outputs = loaded.signatures["tokens"](tokens=tf.constant(tokens), sequence_len=lengths)
+    expected = tiny_model.embed(sentences)
+    for key in OUTPUT_KEYS:
+        value = outputs[key]
+        assert value.dtype == (tf.int32 if key == "sequence_len" else tf.float32), key
+        if key != "sequence_len":
+            assert_half_precision(value, expected[key], "bfloat16", err_msg=key)
+
+    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
+        signature = tf.compat.v1.saved_model.loader.load(session, ["serve"], path).signature_def
+        fetch = signature["tokens"].outputs["elmo"].name
+        feed = {signature["tokens"].inputs["tokens"].name: tokens}
+        feed[signature["tokens"].inputs["sequence_len"].name] = lengths
+        # TF Serving's loader runs the graph in a session, whose rewrites round bfloat16
+        # otherwise than the function does: the same bound against float32, not the same bits
+        assert_half_precision(session.run(fetch, feed), expected["elmo"], "bfloat16")
+
+    server = ModelServer(ServerOptions(str(base), port=0, poll_seconds=0))
+    request.addfinalizer(lambda: server.stop(grace=5))
+    server.start()
+    served = embed(f"127.0.0.1:{server.port}", sentences, "tokens", timeout=30)
+    for key in OUTPUT_KEYS:
+        assert_same(served[key], outputs[key].numpy())

@@ -139,6 +139,7 @@ def test_an_arm_cpu_with_bf16_in_its_features_line_computes_bfloat16(tmp_path):
             "--precision float32 and --quantize dynamic: pass one",
         ),
         (["senses", "--precision", "int8"], "invalid choice: 'int8'"),
+        (["export", "saved-model", "OUT", "--precision", "int8"], "invalid choice: 'int8'"),
     ],
 )
 def test_a_precision_a_command_cannot_run_is_refused_before_the_model_loads(
@@ -187,3 +188,20 @@ def test_fidelity_compares_every_per_token_key_of_two_results():
     assert all(row.tokens == 4 and row.max_abs == 0 for row in table.values())
     with pytest.raises(ValueError, match="different lengths"):
         fidelity.compare(result, {**result, "sequence_len": np.array([3, 2], np.int32)})
+
+
+def test_a_bfloat16_saved_model_is_refused_where_this_cpu_cannot_check_it(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(precision, "cpu_flags", lambda path=None: {"avx2", "avx512f"})
+    monkeypatch.setattr(
+        "elmo_tf.cli.export.load_model", lambda *a, **k: pytest.fail("the model loaded")
+    )
+    assert main(["export", "saved-model", "OUT", "--precision", "bfloat16"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.endswith(
+        "--precision bfloat16: bfloat16 needs a CPU with AVX-512 BF16 or AMX (this one has "
+        "neither): use float32, or int8 through elmo-tf export onnx OUTPUT --precision int8"
+    )
+    assert list(tmp_path.iterdir()) == []
