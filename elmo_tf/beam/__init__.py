@@ -4,6 +4,8 @@
   options/weights files), the path of ``model.embed``;
 - ``ElmoSavedModelHandler``: ``RunInference`` over an exported SavedModel's ``tokens`` or
   ``default`` signature;
+- ``ElmoOnnxModelHandler``: ``RunInference`` over an ONNX export (float32 or int8) in ONNX
+  Runtime, the path of ``elmo-tf embed --onnx``;
 - ``pipeline``: ``EmbedFiles``, ``WriteRecords`` and ``build_pipeline``, the job that embeds
   every line of the files matching a glob into sharded Parquet or TFRecord files, bad lines to
   dead letters; ``records``: what those files hold.
@@ -34,6 +36,7 @@ FORMATS = ("parquet", "tfrecord")
 _EXPORTS = {
     "ElmoModelHandler": "elmo_tf.beam.model_handler",
     "ElmoSavedModelHandler": "elmo_tf.beam.saved_model_handler",
+    "ElmoOnnxModelHandler": "elmo_tf.beam.onnx_model_handler",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -37,19 +37,15 @@ backend.require_tensorflow("the Beam job")  # one line, before TensorFlow
 extras.require("beam", __name__)
 
 import os
-import shutil
-import tempfile
 
-import numpy as np
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from elmo_tf.beam import DEFAULT_INNER_BATCH_SIZE, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MIN_BATCH_SIZE
-from elmo_tf.formats.embedding_file import LAYER_CHOICES, layer_stack, select_layers
+from elmo_tf.beam.predictions import check_layers, split_rows
+from elmo_tf.beam.remote_files import is_remote, join, local_copies
 from elmo_tf.models import ELMo, load_pretrained
 from elmo_tf.models.length_batches import DEFAULT_MAX_BATCH_TOKENS, check_max_batch_tokens
 from elmo_tf.presets.bundled import DEFAULT_MODEL
-from elmo_tf.system import urls
 
 # The files a remote model directory must hold (copied to local disk before loading).
 _MODEL_FILES = ("options.json", "weights.hdf5")
@@ -111,12 +107,12 @@ class ElmoModelHandler(ModelHandler):
 
     def load_model(self):
         if self.options_file is not None:
-            with _local_files([self.options_file, self.weight_file]) as (options, weights):
+            with local_copies([self.options_file, self.weight_file]) as (options, weights):
                 return load_pretrained(options, weights)
         model = os.fspath(self.model)
-        if _is_remote(model):
-            paths = [_join(model, name) for name in _MODEL_FILES]
-            with _local_files(paths) as local:
+        if is_remote(model):
+            paths = [join(model, name) for name in _MODEL_FILES]
+            with local_copies(paths) as local:
                 return ELMo.from_preset(os.path.dirname(local[0]))
         return ELMo.from_preset(model)
 
@@ -139,71 +135,3 @@ class ElmoModelHandler(ModelHandler):
 
     def get_metrics_namespace(self):
         return "ElmoModelHandler"
-
-
-def check_layers(layers):
-    if layers is not None and layers not in LAYER_CHOICES:
-        raise ValueError(f"layers must be None or one of {LAYER_CHOICES}, got {layers!r}")
-
-
-def split_rows(outputs, n_lstm_layers, layers):
-    """One prediction per row of a batch's padded outputs, trimmed to the row's length.
-
-    ``layers=None`` gives dicts of every output; otherwise the arrays ``elmo-tf embed``
-    writes (the same ``layer_stack`` and ``select_layers`` calls on the same slices). Each
-    array is a copy, so a prediction does not keep its whole batch alive.
-    """
-    lengths = outputs["sequence_len"]
-    if layers is not None:
-        stack = layer_stack(outputs, n_lstm_layers)  # (L + 1, B, T, 2P)
-        for row, n in enumerate(lengths):
-            vectors = select_layers(stack[:, row, :n], layers)
-            yield np.array(vectors, dtype=np.float32, copy=True)
-        return
-    for row, n in enumerate(lengths):
-        yield {
-            key: (
-                int(n)
-                if key == "sequence_len"
-                else np.array(value[row] if value.ndim == 2 else value[row, :n], copy=True)
-            )
-            for key, value in outputs.items()
-            if key != "state"
-        }
-
-
-def _is_remote(path):
-    """A path on a Beam filesystem (``gs://``...); ``http(s)://`` URLs go through the model
-    cache (``elmo_tf.presets.cache``) instead."""
-    return "://" in path and not urls.is_url(path)
-
-
-def _join(directory, name):
-    return FileSystems.join(directory, name)
-
-
-class _local_files:
-    """Context: local paths of ``paths``; remote ones are copied to a temporary directory."""
-
-    def __init__(self, paths):
-        self.paths = [os.fspath(p) for p in paths]
-        self.tmp = None
-
-    def __enter__(self):
-        if not any(_is_remote(p) for p in self.paths):
-            return self.paths
-        self.tmp = tempfile.mkdtemp(prefix="elmo_tf_model_")
-        local = []
-        for path in self.paths:
-            if not _is_remote(path):
-                local.append(path)
-                continue
-            target = os.path.join(self.tmp, FileSystems.split(path)[1])
-            with FileSystems.open(path) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-            local.append(target)
-        return local
-
-    def __exit__(self, *exc):
-        if self.tmp is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)

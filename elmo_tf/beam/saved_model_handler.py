@@ -38,7 +38,7 @@ from elmo_tf.beam import (
     DEFAULT_MIN_BATCH_SIZE,
     SIGNATURES,
 )
-from elmo_tf.beam.model_handler import check_layers, split_rows
+from elmo_tf.beam.predictions import check_layers, split_rows
 from elmo_tf.errors import ExportError
 from elmo_tf.export.versions import versions_in
 from elmo_tf.models import length_batches

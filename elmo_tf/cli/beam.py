@@ -3,7 +3,7 @@
 ::
 
     python -m elmo_tf.beam --input 'corpus/*.txt' --output out/elmo \\
-        [--model NAME_OR_DIR | --options F --weights F | --saved-model DIR] \\
+        [--model NAME_OR_DIR | --options F --weights F | --saved-model DIR | --onnx F] \\
         [--layers all|top|average] [--format parquet|tfrecord] [Beam pipeline options]
 
 Besides its own flags the job takes any Beam pipeline option (``--runner``, ``--project``,
@@ -27,7 +27,7 @@ from elmo_tf.cli.common import CommandError, check_input_name, check_output_pref
 from elmo_tf.cli.model_flags import add_model_arguments, model_source
 from elmo_tf.errors import InputFileError
 from elmo_tf.models.length_batches import DEFAULT_MAX_BATCH_TOKENS
-from elmo_tf.system import native_logs
+from elmo_tf.system import extras, native_logs
 from elmo_tf.tokens import text_lines
 
 LAYER_CHOICES = ("all", "top", "average")  # elmo_tf.formats.embedding_file's, without TensorFlow
@@ -83,7 +83,7 @@ def build_parser(prog="elmo-tf beam"):
         help="input files (any Beam filesystem: local, gs://, ...); repeat for several",
     )
     parser.add_argument("--output", required=True, metavar="PREFIX", help="output file prefix")
-    add_model_arguments(parser, saved_model=True)
+    add_model_arguments(parser, saved_model=True, onnx=True)
     parser.add_argument(
         "--signature",
         choices=beam.SIGNATURES,
@@ -159,7 +159,11 @@ def check_flags(args):
         check_input_name(pattern, "--input")
     source = model_source(args)
     model_files = []
-    for flag, path in (("--options", source.options), ("--weights", source.weights)):
+    for flag, path in (
+        ("--options", source.options),
+        ("--weights", source.weights),
+        ("--onnx", source.onnx),
+    ):
         if path is not None:
             check_input_name(path, flag)
             if "://" not in path and not os.path.isfile(path):
@@ -220,6 +224,8 @@ def model_handler(args, source):
         "min_batch_size": args.min_batch_size,
         "max_batch_size": args.max_batch_size,
     }
+    if source.onnx is not None:
+        return _onnx_handler(source.onnx, batching)
     if source.saved_model is not None:
         if "://" not in source.saved_model:
             resolve_version(source.saved_model)  # fails here, not on every worker
@@ -229,6 +235,20 @@ def model_handler(args, source):
     if "://" not in source.model:
         presets.preset_files(source.model, download=False)  # a name or directory that exists
     return ElmoModelHandler(source.model, **batching)
+
+
+def _onnx_handler(path, batching):
+    """The handler of ``--onnx``: a local file is loaded here once, as each worker will load
+    it, so that a file ONNX Runtime or the contract check refuses fails the command in one
+    line before the job starts (``embed --onnx``'s check)."""
+    extras.require("onnx", "elmo-tf beam --onnx", modules=("onnxruntime",))
+    # lazy: the [beam] and [onnx] extras, after the flags are checked
+    from elmo_tf.beam.onnx_model_handler import ElmoOnnxModelHandler
+    from elmo_tf.export.onnx import OnnxModel
+
+    if "://" not in path:
+        OnnxModel(path)
+    return ElmoOnnxModelHandler(path, **batching)
 
 
 def pipeline_options(beam_args, verbose=False):

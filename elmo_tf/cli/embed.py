@@ -22,6 +22,7 @@ from elmo_tf.cli.model_flags import (
     check_in_process_precision,
     check_model_and_output,
     load_model,
+    model_source,
 )
 from elmo_tf.cli.progress import Progress
 from elmo_tf.errors import ModelFileError
@@ -54,13 +55,7 @@ def add_parser(subparsers):
         "input", metavar="INPUT", help="UTF-8 text, one sentence per line ('-': standard input)"
     )
     parser.add_argument("output", metavar="OUTPUT", help="HDF5 file to write (replaced if present)")
-    add_model_arguments(parser)
-    parser.add_argument(
-        "--onnx",
-        metavar="MODEL.onnx",
-        help="run an ONNX export (elmo-tf export onnx) in ONNX Runtime, without TensorFlow, "
-        "instead of a model the other flags name (the [onnx] extra)",
-    )
+    add_model_arguments(parser, onnx=True)
     add_precision_argument(
         parser,
         ("float32", "bfloat16", "int8"),
@@ -173,9 +168,7 @@ def run(args):
 def _check_onnx_flags(args):
     """With ``--onnx``: no other model flag, the extra's runtime installed, an ONNX file that
     exists. Returns it (an input of the command)."""
-    given = [flag for flag in ("--model", "--options", "--weights") if getattr(args, flag[2:])]
-    if given:
-        raise CommandError(f"pass one of --onnx, {', '.join(given)}, not several")
+    model_source(args)  # --onnx and no other model flag
     if args.precision != "float32":
         raise CommandError(
             f"--precision {args.precision} with --onnx: the ONNX file holds its own precision "

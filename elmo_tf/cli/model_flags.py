@@ -40,9 +40,9 @@ def published_model(name, action, alternative=""):
     raise CommandError(unknown + checks.did_you_mean(name, published.names()))
 
 
-def add_model_arguments(parser, saved_model=False):
-    """Adds ``--model``, ``--options`` and ``--weights`` (and ``--saved-model`` when the
-    command can run an exported SavedModel) to ``parser``."""
+def add_model_arguments(parser, saved_model=False, onnx=False):
+    """Adds ``--model``, ``--options`` and ``--weights`` to ``parser``, and ``--saved-model``
+    and ``--onnx`` when the command can run an exported SavedModel or ONNX file."""
     parser.add_argument(
         "--model",
         metavar="NAME_OR_DIR",
@@ -58,6 +58,13 @@ def add_model_arguments(parser, saved_model=False):
             "--saved-model",
             metavar="DIR",
             help="an exported SavedModel (elmo-tf export saved-model DIR; DIR or DIR/N)",
+        )
+    if onnx:
+        parser.add_argument(
+            "--onnx",
+            metavar="MODEL.onnx",
+            help="run an ONNX export (elmo-tf export onnx; float32 or int8) in ONNX Runtime, "
+            "without TensorFlow, instead of a model the other flags name (the [onnx] extra)",
         )
 
 
@@ -79,16 +86,17 @@ def check_in_process_precision(value):
 
 @dataclasses.dataclass(frozen=True)
 class ModelSource:
-    """What the flags name: exactly one of ``model``, ``options`` with ``weights``, and
-    ``saved_model`` is set."""
+    """What the flags name: exactly one of ``model``, ``options`` with ``weights``,
+    ``saved_model`` and ``onnx`` is set."""
 
     model: str | None = None
     options: str | None = None
     weights: str | None = None
     saved_model: str | None = None
+    onnx: str | None = None
 
     def describe(self):
-        return self.saved_model or self.weights or self.model
+        return self.onnx or self.saved_model or self.weights or self.model
 
 
 def model_source(args):
@@ -96,6 +104,7 @@ def model_source(args):
     several models. With no flag: the bundled model."""
     options, weights = args.options, args.weights
     saved_model = getattr(args, "saved_model", None)
+    onnx = getattr(args, "onnx", None)
     if options is None and weights is not None:
         raise CommandError("--weights was given without --options; pass both")
     if weights is None and options is not None:
@@ -106,6 +115,7 @@ def model_source(args):
             ("--model", args.model),
             ("--options", options),
             ("--saved-model", saved_model),
+            ("--onnx", onnx),
         )
         if value is not None
     ]
@@ -115,6 +125,8 @@ def model_source(args):
         return ModelSource(options=options, weights=weights)
     if saved_model is not None:
         return ModelSource(saved_model=saved_model)
+    if onnx is not None:
+        return ModelSource(onnx=onnx)
     return ModelSource(model=DEFAULT_MODEL if args.model is None else args.model)
 
 

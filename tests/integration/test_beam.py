@@ -38,13 +38,17 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reference(corpus, tmp_path_factory, tiny_files):
+    options, weights = tiny_files
+    model = ["--options", str(options), "--weights", str(weights)]
+    return embed_reference(tmp_path_factory.mktemp("embed"), model)
+
+
+def embed_reference(out, model_flags):
     """``elmo-tf embed``'s HDF5 datasets per (file, line, layers), bad lines blanked first.
 
     ``elmo-tf embed`` stops on a bad line, so its input is each file with the dead-letter
     lines made empty: the line numbers stay those of the original file.
     """
-    options, weights = tiny_files
-    out = tmp_path_factory.mktemp("embed")
     result = {}
     for name, (data, dead) in FILES.items():
         lines = data.removeprefix(codecs.BOM_UTF8).splitlines()
@@ -53,7 +57,7 @@ def reference(corpus, tmp_path_factory, tiny_files):
         for layers in ("all", "average"):
             h5 = out / f"{name}.{layers}.hdf5"
             argv = ["embed", str(clean), str(h5), f"--{layers}"]
-            assert elmo_tf_main(argv + ["--options", str(options), "--weights", str(weights)]) == 0
+            assert elmo_tf_main(argv + model_flags) == 0
             with h5py.File(h5, "r") as f:
                 for i in range(len(lines)):
                     if i not in dead:
@@ -97,6 +101,19 @@ def saved_model_tfrecord(corpus, saved_model_dir, tmp_path_factory, workers_impo
         corpus, output, *flags, "--format", "tfrecord", "--num-shards", "3", runner=IN_PROCESS
     )
     return output, counts
+
+
+@pytest.fixture(scope="module")
+def int8_file(request):
+    pytest.importorskip("onnxruntime")  # the [onnx] extra
+    return request.getfixturevalue("tiny_int8_onnx")
+
+
+@pytest.fixture(scope="module")
+def onnx_reference(int8_file, tmp_path_factory):
+    """``elmo-tf embed --onnx`` on the int8 file, a sentence per call (``--batch-size 1``)."""
+    flags = ["--onnx", str(int8_file), "--batch-size", "1"]
+    return embed_reference(tmp_path_factory.mktemp("embed_onnx"), flags)
 
 
 def read_parquet(output):
@@ -187,6 +204,22 @@ def test_saved_model_handler_tfrecord(saved_model_tfrecord, corpus, reference):
     check_job(read_tfrecord(output), output, counts, corpus, reference, "average")
 
 
+@pytest.mark.numerics
+def test_onnx_handler_writes_what_embed_onnx_writes(int8_file, onnx_reference, corpus, tmp_path):
+    """``--onnx`` on the int8 file, a sentence per ONNX Runtime call as in the reference: the
+    same rows, so the same numbers (an int8 file quantises a call's activations from their
+    own range, so the sentences sharing a call move its numbers within the file's fidelity)."""
+    output = tmp_path / "elmo"
+    flags = ["--onnx", str(int8_file), "--inner-batch-size", "1"]
+    counts = run_job(corpus, output, *flags, runner=IN_PROCESS)
+    rows = read_parquet(output)
+    check_job(rows, output, counts, corpus, onnx_reference, "all")
+    for row in rows:
+        expected = onnx_reference[os.path.basename(row["source"]), row["line"], "all"]
+        vectors = np.asarray(row["embeddings"], np.float32).reshape(expected.shape)
+        np.testing.assert_allclose(vectors, expected, rtol=0, atol=1e-6)
+
+
 SENTENCES = [["The", "cat", "sat", "."], [], ["Zürich", "café"], ["a"] * 9]
 
 
@@ -240,6 +273,34 @@ def test_handlers_give_embed_outputs(signature, tiny_files, saved_model_dir, emb
 
 
 @pytest.mark.numerics
+def test_onnx_handler_gives_the_files_outputs(int8_file):
+    """Under KeyedModelHandler, each key gets its sentence's outputs of ``OnnxModel.embed``
+    on the same file, bit for bit (the same calls on the same rows)."""
+    from elmo_tf.beam import ElmoOnnxModelHandler
+    from elmo_tf.export.onnx import OnnxModel
+
+    expected = OnnxModel(int8_file).embed(SENTENCES)
+    for i, (key, prediction) in enumerate(keyed_run(ElmoOnnxModelHandler(int8_file))):
+        n = len(SENTENCES[i])
+        assert key == f"key{i}" and prediction.inference["sequence_len"] == n
+        for name, value in expected.items():
+            if name != "sequence_len":
+                row = value[i] if value.ndim == 2 else value[i, :n]
+                np.testing.assert_array_equal(prediction.inference[name], row, err_msg=name)
+
+
+def test_a_bad_onnx_file_fails_the_command_before_the_job(int8_file, corpus, tmp_path):
+    from elmo_tf.errors import ModelFileError
+
+    truncated = tmp_path / "cut.onnx"
+    truncated.write_bytes(int8_file.read_bytes()[:1000])
+    argv = ["--input", str(corpus / "*.txt"), "--output", str(tmp_path / "out")]
+    args, _ = beam_command.build_parser().parse_known_args([*argv, "--onnx", str(truncated)])
+    with pytest.raises(ModelFileError, match="ONNX Runtime cannot load it"):
+        beam_command.model_handler(args, beam_command.check_flags(args))
+
+
+@pytest.mark.numerics
 @pytest.mark.parametrize("layers", ["all", "top", "average"])
 def test_handler_layers_match_embed_file(layers, tiny_files, embedded):
     options, weights = tiny_files
@@ -251,16 +312,16 @@ def test_handler_layers_match_embed_file(layers, tiny_files, embedded):
         assert_reordered(prediction.inference, expected)
 
 
-@pytest.mark.parametrize("kind", ["keras", "saved_model"])
-def test_every_flag_reaches_the_model_handler(kind, tiny_files, saved_model_dir, corpus):
+@pytest.mark.parametrize("kind", ["keras", "saved_model", "onnx"])
+def test_every_flag_reaches_the_model_handler(kind, tiny_files, saved_model_dir, corpus, request):
     """What the command line is told arrives in the handler the workers run (a flag dropped on
     the way would pass silently otherwise)."""
     options, weights = tiny_files
-    model = (
-        ["--options", str(options), "--weights", str(weights)]
-        if kind == "keras"
-        else ["--saved-model", str(saved_model_dir), "--signature", "default"]
-    )
+    model = {
+        "keras": lambda: ["--options", str(options), "--weights", str(weights)],
+        "saved_model": lambda: ["--saved-model", str(saved_model_dir), "--signature", "default"],
+        "onnx": lambda: ["--onnx", str(request.getfixturevalue("int8_file"))],
+    }[kind]()
     argv = [
         "--input", str(corpus / "*.txt"), "--output", "out", *model, "--layers", "top",
         "--max-batch-tokens", "77", "--inner-batch-size", "5", "--min-batch-size", "3",

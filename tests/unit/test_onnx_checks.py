@@ -129,7 +129,7 @@ def test_embed_onnx_user_errors_exit_1(tmp_path, capsys):
     garbage.write_bytes(b"not a model")
     out = str(tmp_path / "out.hdf5")
     for argv, message in [
-        (["--onnx", str(model), "--model", "sotu"], "pass one of --onnx, --model, not several"),
+        (["--onnx", str(model), "--model", "sotu"], "pass one of --model, --onnx, not several"),
         (
             ["--onnx", str(tmp_path / "none.onnx")],
             f"{tmp_path / 'none.onnx'}: ONNX file not found",
