@@ -17,9 +17,19 @@ With ``--background-threads B`` it also keeps B threads sending large requests
 (``--background-sentences`` each) and times only the others: the latency of small requests
 beside large ones.
 
+Several models side by side: repeat ``--model-base-path [LABEL=]DIR`` (a SavedModel or an
+ONNX export per version, e.g. float32, bfloat16 and int8 files of one model) and ``--threads N``
+(the concurrencies). Each model's server is started alone in turn, runs every concurrency, and
+reports its peak RSS (``VmHWM``: the load included) and its version's size on disk; the
+``elmo`` vectors of the first ``--fidelity-sentences`` sentences are compared with the first
+model's (per-token cosine, mean and 1st percentile). ``--repeat R`` does this R times,
+interleaved, and prints the medians.
+
 Bounded: at most 300 s per run, 64 threads and ``--max-requests`` requests (hard caps).
 
     python serving/loadtest.py --model-base-path /tmp/models/elmo --seconds 10 --compare-batching
+    python serving/loadtest.py --model-base-path float32=f32 --model-base-path int8=int8 \
+        --threads 1 --threads 8 --seconds 20 --repeat 3
 """
 
 import argparse
@@ -28,18 +38,28 @@ import importlib.util
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from elmo_tf.testing.processes import ServerProcess, format_table, percentile, proc_stats
+from elmo_tf.testing.processes import (
+    ServerProcess,
+    format_table,
+    peak_rss_mib,
+    percentile,
+    proc_stats,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_SECONDS = 300
 MAX_THREADS = 64
 MAX_REQUESTS = 1_000_000
+MAX_REPEAT = 10
+MAX_FIDELITY_SENTENCES = 2_000
+FIDELITY_CHUNK = 32  # sentences per request when collecting the vectors compared
 STARTUP_SECONDS = 120
 
 
@@ -50,10 +70,29 @@ def parse_args(argv=None):
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--server", metavar="HOST:PORT", help="a running server's gRPC address")
     target.add_argument(
-        "--model-base-path", metavar="DIR", help="start 'elmo-tf serve' on this model base path"
+        "--model-base-path",
+        action="append",
+        metavar="[LABEL=]DIR",
+        help="start 'elmo-tf serve' on this model base path; repeat to compare models",
     )
     parser.add_argument("--server-pid", type=int, help="the running server's pid (for its RSS)")
-    parser.add_argument("--threads", type=int, default=8, help="client threads (default 8)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        action="append",
+        metavar="N",
+        help="client threads (default 8); repeat for several concurrencies",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, metavar="R", help="rounds, medians printed (default 1)"
+    )
+    parser.add_argument(
+        "--fidelity-sentences",
+        type=int,
+        default=200,
+        metavar="N",
+        help="sentences whose vectors are compared with the first model's (default 200)",
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="per run (default 10)")
     parser.add_argument(
         "--max-requests", type=int, default=100_000, help="stop a run after this many"
@@ -90,10 +129,24 @@ def parse_args(argv=None):
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
+    args.threads = args.threads or [8]
     if not 0 < args.seconds <= MAX_SECONDS:
         parser.error(f"--seconds must be in (0, {MAX_SECONDS}]")
-    if not 0 < args.threads <= MAX_THREADS:
+    if not all(0 < n <= MAX_THREADS for n in args.threads):
         parser.error(f"--threads must be in [1, {MAX_THREADS}]")
+    if not 0 < args.repeat <= MAX_REPEAT:
+        parser.error(f"--repeat must be in [1, {MAX_REPEAT}]")
+    if not 0 < args.fidelity_sentences <= MAX_FIDELITY_SENTENCES:
+        parser.error(f"--fidelity-sentences must be in [1, {MAX_FIDELITY_SENTENCES}]")
+    args.models = [_labelled(value) for value in args.model_base_path or []]
+    if len({label for label, _ in args.models}) < len(args.models):
+        parser.error("--model-base-path: two models have the same label (LABEL=DIR)")
+    comparing = len(args.models) > 1 or len(args.threads) > 1 or args.repeat > 1
+    if comparing and (args.compare_batching or args.server):
+        parser.error(
+            "several models, concurrencies or rounds need --model-base-path (each server is "
+            "started in turn) and no --compare-batching"
+        )
     if not 0 < args.max_requests <= MAX_REQUESTS:
         parser.error(f"--max-requests must be in [1, {MAX_REQUESTS}]")
     if args.sentences_per_request < 1:
@@ -102,7 +155,7 @@ def parse_args(argv=None):
         parser.error(f"--background-threads must be in [0, {MAX_THREADS}]")
     if args.background_sentences < 1:
         parser.error("--background-sentences must be at least 1")
-    if args.compare_batching and not args.model_base_path:
+    if args.compare_batching and not args.models:
         parser.error("--compare-batching needs --model-base-path (it starts the server twice)")
     # Missing inputs are named in one line, with the command that makes them.
     if args.sentences and not os.path.isfile(args.sentences):
@@ -110,12 +163,22 @@ def parse_args(argv=None):
             f"loadtest.py: error: --sentences {args.sentences}: no such file (make one with "
             f"`python benchmarks/make_corpus.py --n 1000 --out {args.sentences}`)"
         )
-    if args.model_base_path and not os.path.isdir(args.model_base_path):
-        sys.exit(
-            f"loadtest.py: error: --model-base-path {args.model_base_path}: no such directory "
-            f"(export a model there with `elmo-tf export saved-model {args.model_base_path}`)"
-        )
+    for _, path in args.models:
+        if not os.path.isdir(path):
+            sys.exit(
+                f"loadtest.py: error: --model-base-path {path}: no such directory "
+                f"(export a model there with `elmo-tf export saved-model {path}`)"
+            )
     return args
+
+
+def _labelled(value):
+    """``(label, directory)`` of a ``--model-base-path`` value: ``LABEL=DIR``, or ``DIR`` (its
+    own label)."""
+    label, sep, path = value.partition("=")
+    if sep and label and not os.path.isdir(value):
+        return label, path
+    return value, value
 
 
 def load_sentences(args):
@@ -165,8 +228,9 @@ class ServeProcess(ServerProcess):
         self.address = match.group(1)
 
 
-def run_load(address, pid, sentences, args):
-    """One timed run against ``address``; returns its metrics as a dict."""
+def run_load(address, pid, sentences, args, threads):
+    """One timed run of ``threads`` client threads against ``address``; returns its metrics
+    as a dict."""
     import grpc
 
     from elmo_tf.serving.client import Client, make_request
@@ -232,10 +296,9 @@ def run_load(address, pid, sentences, args):
                     background["requests"] += 1
 
     start = time.monotonic()
-    threads = args.threads + args.background_threads
-    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+    with concurrent.futures.ThreadPoolExecutor(threads + args.background_threads) as pool:
         futures = [pool.submit(background_worker) for _ in range(args.background_threads)]
-        futures += [pool.submit(worker) for _ in range(args.threads)]
+        futures += [pool.submit(worker) for _ in range(threads)]
         for future in futures:
             future.result()
     wall = time.monotonic() - start
@@ -275,24 +338,150 @@ COLUMNS = (
 )
 
 
+def version_bytes(base_path):
+    """Bytes on disk of the version a server of ``base_path`` serves (its highest)."""
+    from elmo_tf.export.versions import versions_in
+
+    versions = versions_in(os.listdir(base_path))
+    if not versions:
+        return None
+    top = os.path.join(base_path, versions[max(versions)])
+    return sum(
+        os.path.getsize(os.path.join(directory, name))
+        for directory, _, names in os.walk(top)
+        for name in names
+    )
+
+
+def served_vectors(address, sentences, model_name):
+    """``{"elmo", "sequence_len"}`` of ``sentences`` from the server, ``FIDELITY_CHUNK`` a
+    request, padded to the longest sentence."""
+    import numpy as np
+
+    from elmo_tf.serving.client import embed
+
+    chunks = []
+    for i in range(0, len(sentences), FIDELITY_CHUNK):
+        part = sentences[i : i + FIDELITY_CHUNK]
+        chunks.append(embed(address, part, "default", model_name, ("elmo", "sequence_len")))
+    longest = max(c["elmo"].shape[1] for c in chunks)
+    elmo = [np.pad(c["elmo"], ((0, 0), (0, longest - c["elmo"].shape[1]), (0, 0))) for c in chunks]
+    lengths = [c["sequence_len"] for c in chunks]
+    return {"elmo": np.concatenate(elmo), "sequence_len": np.concatenate(lengths)}
+
+
+COMPARE_COLUMNS = (
+    ("model", "model", "{}"),
+    ("threads", "threads", "{}"),
+    ("errors", "errors", "{}"),
+    ("req/s", "requests_per_s", "{:.1f}"),
+    ("x first", "requests_ratio", "{:.2f}x"),
+    ("tok/s", "tokens_per_s", "{:.0f}"),
+    ("p50 ms", "p50_ms", "{:.1f}"),
+    ("p99 ms", "p99_ms", "{:.1f}"),
+    ("p99 x first", "p99_ratio", "{:.2f}x"),
+    ("peak RSS MiB", "peak_rss_mib", "{:.0f}"),
+    ("file MB", "file_mb", "{:.1f}"),
+    ("cos mean", "cos_mean", "{:.5f}"),
+    ("cos 1st pct", "cos_p1", "{:.5f}"),
+)
+MEDIAN_KEYS = ("requests_per_s", "sentences_per_s", "tokens_per_s", "p50_ms", "p95_ms", "p99_ms")
+
+
+def compare_models(args, sentences):
+    """Every model at every concurrency, ``args.repeat`` rounds; the rows of medians."""
+    from elmo_tf.probes.fidelity import compare
+
+    runs = {(label, n): [] for label, _ in args.models for n in args.threads}
+    peaks = {label: [] for label, _ in args.models}
+    fidelity, reference = {}, None
+    for round_ in range(1, args.repeat + 1):
+        for label, path in args.models:
+            print(f"round {round_}/{args.repeat}: {label}", file=sys.stderr, flush=True)
+            with ServeProcess(
+                path, not args.no_batching, args.max_batch_size, args.batch_timeout_micros
+            ) as server:
+                if round_ == 1:
+                    vectors = served_vectors(
+                        server.address, sentences[: args.fidelity_sentences], args.model_name
+                    )
+                    reference = vectors if reference is None else reference
+                    fidelity[label] = compare(reference, vectors, keys=["elmo"])["elmo"]
+                for n in args.threads:
+                    runs[label, n].append(run_load(server.address, server.pid, sentences, args, n))
+                peaks[label].append(peak_rss_mib(server.pid))
+    rows = []
+    for label, path in args.models:
+        size = version_bytes(path)
+        for n in args.threads:
+            row = {"model": label, "threads": n}
+            row.update({k: _median([r[k] for r in runs[label, n]]) for k in MEDIAN_KEYS})
+            row["errors"] = sum(r["errors"] for r in runs[label, n])
+            first = row if label == args.models[0][0] else rows[args.threads.index(n)]
+            row["requests_ratio"] = _ratio(row["requests_per_s"], first["requests_per_s"])
+            row["p99_ratio"] = _ratio(row["p99_ms"], first["p99_ms"])
+            known = [p for p in peaks[label] if p is not None]
+            row["peak_rss_mib"] = max(known) if known else None
+            row["file_mb"] = None if size is None else size / 1e6
+            row["cos_mean"] = fidelity[label].cos_mean
+            row["cos_p1"] = fidelity[label].cos_p1
+            row["fidelity_tokens"] = fidelity[label].tokens
+            rows.append(row)
+    return rows
+
+
+def _median(values):
+    return None if None in values else statistics.median(values)
+
+
+def _ratio(value, base):
+    return None if value is None or not base else value / base
+
+
 def main(argv=None):
     args = parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sentences, source = load_sentences(args)
+    if len(args.models) > 1 or len(args.threads) > 1 or args.repeat > 1:
+        rows = compare_models(args, sentences)
+        config = {
+            "threads": args.threads,
+            "seconds": args.seconds,
+            "repeat": args.repeat,
+            "sentences_per_request": args.sentences_per_request,
+            "batching": not args.no_batching,
+            "fidelity_sentences": min(args.fidelity_sentences, len(sentences)),
+            "sentences": len(sentences),
+            "source": source,
+        }
+        if args.json:
+            json.dump({"config": config, "rows": rows}, sys.stdout, indent=2)
+            print()
+        else:
+            print(
+                f"{args.seconds:g} s per run, medians of {args.repeat} round(s); "
+                f"{args.sentences_per_request} sentence(s) per request on 'default', batching "
+                f"{'off' if args.no_batching else 'on'}; {len(sentences)} sentences from "
+                f"{source}; fidelity: 'elmo' against {args.models[0][0]} on "
+                f"{config['fidelity_sentences']} sentences"
+            )
+            print(format_table(COMPARE_COLUMNS, rows, "markdown"))
+        return 1 if any(row["errors"] for row in rows) else 0
+    threads = args.threads[0]
     runs = []
     if args.server:
-        run = run_load(args.server, args.server_pid, sentences, args)
+        run = run_load(args.server, args.server_pid, sentences, args, threads)
         runs.append({"batching": "?", **run})
     else:
         modes = (True, False) if args.compare_batching else (not args.no_batching,)
         for batching in modes:
             with ServeProcess(
-                args.model_base_path, batching, args.max_batch_size, args.batch_timeout_micros
+                args.models[0][1], batching, args.max_batch_size, args.batch_timeout_micros
             ) as server:
-                run = run_load(server.address, server.pid, sentences, args)
+                run = run_load(server.address, server.pid, sentences, args, threads)
             runs.append({"batching": "on" if batching else "off", **run})
     config = {
-        "threads": args.threads,
+        "threads": threads,
         "seconds": args.seconds,
         "sentences_per_request": args.sentences_per_request,
         "signature": args.signature,
@@ -306,7 +495,7 @@ def main(argv=None):
         print()
     else:
         print(
-            f"{args.threads} threads x {args.seconds:g} s, {args.sentences_per_request} "
+            f"{threads} threads x {args.seconds:g} s, {args.sentences_per_request} "
             f"sentence(s) per request on '{args.signature}', {len(sentences)} sentences "
             f"from {source}"
         )

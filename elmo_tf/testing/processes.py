@@ -35,6 +35,19 @@ def proc_stats(pid):
     )
 
 
+def peak_rss_mib(pid):
+    """The highest resident memory process ``pid`` has had (``VmHWM`` of ``/proc/PID/status``,
+    in MiB), or ``None`` if unknown."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            match = re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M)
+    except OSError:
+        return None
+    return int(match.group(1)) / 1024 if match else None
+
+
 def percentile(values, q):
     """The ``q``-th percentile of sorted ``values``, interpolated linearly between the two
     nearest ranks (numpy's default method); ``None`` if there are none."""
