@@ -86,7 +86,7 @@ class _StorageType(_Immutable):
 
     __slots__ = ("dtype",)
 
-    def __init__(self, name):
+    def __init__(self, name):  # pragma: no mutate block, run at import, before mutmut forks
         self.dtype = np.dtype(_DTYPES[name])
 
 
@@ -95,7 +95,7 @@ class _Function(_Immutable):
 
     __slots__ = ("function",)
 
-    def __init__(self, function):
+    def __init__(self, function):  # pragma: no mutate block, run at import, before mutmut forks
         self.function = function
 
     def __call__(self, *args):

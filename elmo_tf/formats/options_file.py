@@ -38,18 +38,25 @@ N_CHARACTERS = (261, 262)  # bilm-tf trains with 261 ids, and runs with 262
 REQUIRED = object()  # the default of a key every file must give
 
 
-def _count(minimum):
-    """The rule of a count: an integer of at least ``minimum`` (0 or 1)."""
-    rule = {0: "a non-negative integer", 1: "a positive integer"}[minimum]
+def _count_problem(value, minimum):
+    """The rule of a count: an integer of at least ``minimum`` (0 or 1); what is wrong with
+    ``value``, or ``None``."""
+    if not checks.is_integer(value):
+        return f"must be an integer, got {checks.shown(value)}"
+    if value < minimum:
+        rule = {0: "a non-negative integer", 1: "a positive integer"}[minimum]
+        return f"must be {rule}, got {checks.shown(value)}"
+    return None
 
-    def check(value):
-        if not checks.is_integer(value):
-            return f"must be an integer, got {checks.shown(value)}"
-        if value < minimum:
-            return f"must be {rule}, got {checks.shown(value)}"
-        return None
 
-    return check
+# Module-level functions, not closures made at import: a closure made at import keeps the
+# original code under every mutant (mutmut forks its workers after the imports).
+def _positive(value):
+    return _count_problem(value, 1)
+
+
+def _non_negative(value):
+    return _count_problem(value, 0)
 
 
 def _max_characters(value):
@@ -94,23 +101,27 @@ def _scheme(value):
     return None
 
 
-def _special_ids(names):
+def _special_ids_problem(value, names):
     """The rule of a special-ids table: ``None`` (absent) or one positive id per name, as
     ``ElmoConfig`` holds it (a tuple in ``names``' order; the file's object is converted
-    first, ``special_ids_tuple``)."""
-
-    def check(value):
-        if value is None:
-            return None
-        if not isinstance(value, tuple) or len(value) != len(names):
-            return f"must be an object with the ids of {', '.join(names)}"
-        if not all(checks.is_integer(v) and v >= 1 for v in value):
-            return f"must give a positive integer id for each of {', '.join(names)}"
-        if len(set(value)) != len(value) and names == codepoints.CHAR_SPECIALS:
-            return "must give each special character its own id"
+    first, ``special_ids_tuple``); what is wrong with ``value``, or ``None``."""
+    if value is None:
         return None
+    if not isinstance(value, tuple) or len(value) != len(names):
+        return f"must be an object with the ids of {', '.join(names)}"
+    if not all(checks.is_integer(v) and v >= 1 for v in value):
+        return f"must give a positive integer id for each of {', '.join(names)}"
+    if len(set(value)) != len(value) and names == codepoints.CHAR_SPECIALS:
+        return "must give each special character its own id"
+    return None
 
-    return check
+
+def _special_character_ids(value):
+    return _special_ids_problem(value, codepoints.CHAR_SPECIALS)
+
+
+def _special_word_ids(value):
+    return _special_ids_problem(value, codepoints.WORD_SPECIALS)
 
 
 def special_ids_tuple(value, names, key):
@@ -126,8 +137,12 @@ def special_ids_tuple(value, names, key):
     return tuple(value[name] for name in names)
 
 
-def _named(names):
-    return lambda value: dict(zip(names, value))
+def _named_characters(value):
+    return dict(zip(codepoints.CHAR_SPECIALS, value))
+
+
+def _named_words(value):
+    return dict(zip(codepoints.WORD_SPECIALS, value))
 
 
 def cross_check(config):
@@ -241,15 +256,15 @@ class Field:
 # char_cnn: a file without that section is then told the key it must give first.
 FIELDS = (
     Field("lstm.use_skip_connections", "use_skip_connections", True, _boolean),
-    Field("lstm.projection_dim", "projection_dim", REQUIRED, _count(1), _width),
+    Field("lstm.projection_dim", "projection_dim", REQUIRED, _positive, _width),
     Field("lstm.cell_clip", "cell_clip", None, _clip, written=_plain_number),
     Field("lstm.proj_clip", "proj_clip", None, _clip, written=_plain_number),
-    Field("lstm.dim", "lstm_dim", REQUIRED, _count(1), _width),
-    Field("lstm.n_layers", "n_lstm_layers", 2, _count(1), _layers),
+    Field("lstm.dim", "lstm_dim", REQUIRED, _positive, _width),
+    Field("lstm.n_layers", "n_lstm_layers", 2, _positive, _layers),
     Field("char_cnn.filters", "filters", REQUIRED, _filters, _filter_sizes, written=_lists),
     Field("char_cnn.activation", "activation", REQUIRED, _activation),
-    Field("char_cnn.n_highway", "n_highway", REQUIRED, _count(0), _layers),
-    Field("char_cnn.embedding.dim", "char_embedding_dim", REQUIRED, _count(1), _width),
+    Field("char_cnn.n_highway", "n_highway", REQUIRED, _non_negative, _layers),
+    Field("char_cnn.embedding.dim", "char_embedding_dim", REQUIRED, _positive, _width),
     Field("char_cnn.n_characters", "n_characters", characters.NUM_CHAR_IDS, _n_characters),
     Field(
         "char_cnn.max_characters_per_token",
@@ -262,22 +277,22 @@ FIELDS = (
         "characters.special_ids",
         "special_characters",
         None,
-        _special_ids(codepoints.CHAR_SPECIALS),
-        written=_named(codepoints.CHAR_SPECIALS),
+        _special_character_ids,
+        written=_named_characters,
     ),
-    Field("word_embedding.dim", "word_embedding_dim", 0, _count(0), _width, optional=True),
-    Field("word_embedding.n_words", "n_words", 0, _count(0), optional=True),
+    Field("word_embedding.dim", "word_embedding_dim", 0, _non_negative, _width, optional=True),
+    Field("word_embedding.n_words", "n_words", 0, _non_negative, optional=True),
     Field(
         "word_embedding.special_ids",
         "special_words",
         None,
-        _special_ids(codepoints.WORD_SPECIALS),
-        written=_named(codepoints.WORD_SPECIALS),
+        _special_word_ids,
+        written=_named_words,
     ),
 )
 
 
-def _sections():
+def _sections():  # pragma: no mutate block, run at import, before mutmut forks a mutant
     """``{section: (its keys, sorted)}``; a nested section is a key of its parent."""
     sections = {}
     for field in FIELDS:

@@ -104,7 +104,7 @@ class Entry:
         return f"{base}/{self.release}/{self.id}.zip"
 
 
-def _entries():
+def _entries():  # pragma: no mutate block, run at import, before mutmut forks a mutant
     found = {}
     for number, (code, language) in EFML.items():
         found[number] = Entry(EFML_RELEASE, number, f"efml-{code}", f"ELMoForManyLangs, {language}")
