@@ -126,7 +126,7 @@ class CodepointVocabulary:
             return cls(codes, *empty), char_specials, None
         encoded = [b""] * (len(word_lexicon) + 1)
         for word, index in word_lexicon.items():
-            encoded[index + 1] = word.encode("utf-8")
+            encoded[index + 1] = word.encode("utf-8")  # pragma: no mutate, equivalent: same codec
         offsets = np.zeros([len(encoded) + 1], np.int64)
         offsets[1:] = np.cumsum([len(w) for w in encoded])
         words = np.frombuffer(b"".join(encoded), np.uint8).copy()
@@ -143,8 +143,9 @@ class CodepointVocabulary:
         codes = np.asarray(arrays[DATASETS[0]])
         _check(codes.shape == (config.n_characters,), source, DATASETS[0],
                f"has shape {codes.shape}, expected ({config.n_characters},)")  # fmt: skip
-        _check(codes.dtype.kind in "iu", source, DATASETS[0], "is not integer")
-        codes = codes.astype(np.int64)
+        _check(codes.dtype.kind in "iu",  # pragma: no mutate, equivalent: no dtype kind is X
+               source, DATASETS[0], "is not integer")  # fmt: skip
+        # compared in the file's own dtype: cast to int64 first, uint64's 2**64 - 1 passed as -1
         _check(np.all((codes >= NO_CODEPOINT) & (codes <= MAX_CODEPOINT)), source, DATASETS[0],
                "holds a value that is no code point")  # fmt: skip
         reserved = [0, *config.special_characters]
@@ -158,7 +159,8 @@ class CodepointVocabulary:
         n_offsets = config.n_words + 1 if config.n_words else 0
         _check(offsets.shape == (n_offsets,), source, DATASETS[2],
                f"has shape {offsets.shape}, expected ({n_offsets},)")  # fmt: skip
-        _check(offsets.dtype.kind in "iu" and words.dtype == np.uint8 and words.ndim == 1,
+        _check(words.dtype == np.uint8 and words.ndim == 1 and
+               offsets.dtype.kind in "iu",  # pragma: no mutate, equivalent: no dtype kind is X
                source, DATASETS[1], "is not bytes with integer offsets")  # fmt: skip
         vocabulary = cls(codes.astype(np.int32), words, offsets.astype(np.int64))
         if config.n_words:
@@ -191,7 +193,12 @@ class CodepointVocabulary:
         _check(0 <= n_words <= max_word_bytes(config), source, "vocabulary",
                f"holds {len(data):,} bytes, which the model's tables cannot hold")  # fmt: skip
         arrays = {
-            DATASETS[0]: np.frombuffer(data, "<i4", n_codes, 0),
+            DATASETS[0]: np.frombuffer(
+                data,
+                "<i4",
+                n_codes,
+                0,  # pragma: no mutate, equivalent: 0 is the default offset
+            ),
             DATASETS[1]: np.frombuffer(data, np.uint8, n_words, 4 * n_codes),
             DATASETS[2]: np.frombuffer(data, "<i8", n_offsets, 4 * n_codes + n_words),
         }
@@ -212,10 +219,11 @@ class CodepointVocabulary:
         table = {}
         data, offsets = self.words.tobytes(), self.word_offsets.tolist()
         for index in range(1, len(offsets) - 1):
+            span = data[offsets[index] : offsets[index + 1]]
             try:
-                word = data[offsets[index] : offsets[index + 1]].decode("utf-8")
+                word = span.decode("utf-8")  # pragma: no mutate, equivalent: UTF-8 is utf-8
             except UnicodeDecodeError:
-                word = None
+                word = None  # pragma: no mutate, equivalent: "" is refused the same
             _check(bool(word) and word not in table, source, DATASETS[1],
                    f"holds word {index} empty, not UTF-8, or twice")  # fmt: skip
             table[word] = index
@@ -282,7 +290,7 @@ def _text(token):
         return token
     if isinstance(token, bytes):
         try:
-            return token.decode("utf-8")
+            return token.decode("utf-8")  # pragma: no mutate, equivalent: UTF-8 is utf-8
         except UnicodeDecodeError as e:
             raise ValueError(
                 f"a token must be UTF-8 text, got {checks.shown(token, 30)} (byte {e.start})"
