@@ -59,6 +59,11 @@ class Kind:
     subfolders: tuple = ()
     model_configs: bool = False
 
+    @property
+    def with_article(self):
+        """``a bilm-tf``, ``an ELMoForManyLangs``: the name as a sentence's noun takes it."""
+        return f"{'an' if self.name[0] in 'AEIOU' else 'a'} {self.name}"
+
     def shown_required(self):
         """``options.json, weights.hdf5 or model.hdf5``: what it holds, as a message says."""
         return ", ".join(" or ".join(r) if isinstance(r, tuple) else r for r in self.required)
@@ -138,7 +143,7 @@ class ModelContents:
     description: str
     where: str
 
-    def load_into(self, model):
+    def load_into(self, model):  # pragma: no mutate block, Keras: tests/model/test_efml_model.py
         """Loads the weights into ``model`` (built from ``config``); returns it."""
         if isinstance(self.weights, dict):
             return weight_file.load_arrays(model, self.weights, self.where)
@@ -210,21 +215,20 @@ def archive_kind(members, source):
     kinds = [kind for kind in KINDS if all(m in members for m in kind.markers)]
     if len(kinds) != 1:
         told = " nor ".join(
-            f"{'an' if k.name[0] in 'AEIOU' else 'a'} {k.name} {'one' if i else 'model'} "
-            f"({k.shown_required()})"
+            f"{k.with_article} {'one' if i else 'model'} ({k.shown_required()})"
             for i, k in enumerate(KINDS)
         )
         raise ForeignModelError(
             f"{source}: holds neither {told}"
             if not kinds
-            else f"{source}: holds both a {kinds[0].name} and an {kinds[1].name} model"
+            else f"{source}: holds both {kinds[0].with_article} and {kinds[1].with_article} model"
         )
     (kind,) = kinds
     for entry in kind.required:
         names = entry if isinstance(entry, tuple) else (entry,)
         if not any(name in members for name in names):
             raise ForeignModelError(
-                f"{source}: lacks {' or '.join(names)} (a {kind.name} model archive holds "
+                f"{source}: lacks {' or '.join(names)} ({kind.with_article} model archive holds "
                 f"{kind.shown_required()})"
             )
     allowed = {n for r in kind.required for n in (r if isinstance(r, tuple) else (r,))}
@@ -233,9 +237,9 @@ def archive_kind(members, source):
             continue
         if kind.model_configs and name.endswith(".json"):  # the model config, under its name
             continue
+        shown = checks.shown(name, 80, quote=False)  # pragma: no mutate, quote=None is falsy too
         raise ForeignModelError(
-            f"{source}: holds '{checks.shown(name, 80, quote=False)}', which a {kind.name} model "
-            "archive has no place for"
+            f"{source}: holds '{shown}', which {kind.with_article} model archive has no place for"
         )
     return kind
 
