@@ -99,6 +99,11 @@ def is_zip(path):
         return False
 
 
+def _shown(name):
+    """A member's name as a message quotes it: bare text, its first 80 characters."""
+    return checks.shown(name, 80, quote=False)  # pragma: no mutate, equivalent: quote=None: falsy
+
+
 def _members(archive, source, size, subfolders):
     infos = archive.infolist()
     if len(infos) > MAX_MEMBERS:
@@ -126,7 +131,7 @@ def _members(archive, source, size, subfolders):
             relative.count("/") == 1 and relative.split("/")[0] in subfolders
         ):
             raise ForeignModelError(
-                f"{source}: member '{checks.shown(info.filename, 80, quote=False)}' is in a "
+                f"{source}: member '{_shown(info.filename)}' is in a "
                 "folder of its own; a model archive holds one folder's files"
             )
         members[relative] = info
@@ -134,12 +139,12 @@ def _members(archive, source, size, subfolders):
 
 
 def _checked_name(name, source):
-    shown = checks.shown(name, 80, quote=False)
+    shown = _shown(name)
     parts = name.split("/")
     if not name:
         raise ForeignModelError(f"{source}: a member has an empty name; not extracted")
     if (
-        name.startswith("/")
+        name.startswith("/")  # pragma: no mutate, equivalent: it leaves an empty part (below)
         or "\\" in name
         or "\x00" in name
         or (len(name) > 1 and name[1] == ":")
@@ -155,7 +160,7 @@ def _checked_name(name, source):
 
 
 def _check_member(info, source):
-    shown = checks.shown(info.filename, 80, quote=False)
+    shown = _shown(info.filename)
     mode = info.external_attr >> 16  # the Unix mode, where a Unix zip wrote one
     kind = stat.S_IFMT(mode)  # 0: permissions only, a plain file
     if info.create_system == 3 and kind and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
@@ -197,24 +202,23 @@ def _check_ratio(shown, compressed, expanded, source):
 def _check_ranges(infos, source, size):
     """``ForeignModelError`` for members whose compressed bytes (local header included) overlap
     or run past the archive's ``size``: the bytes a member declares must be its own."""
-    end, previous = 0, None
+    end, previous = 0, None  # pragma: no mutate, equivalent: end is read once previous is set
     for info in sorted(infos, key=lambda i: i.header_offset):
         start = info.header_offset
         if start < 0:  # the directory's offsets, less what comes before the archive
             raise ForeignModelError(
-                f"{source}: member '{checks.shown(info.filename, 80, quote=False)}' starts "
-                "before the archive does"
+                f"{source}: member '{_shown(info.filename)}' starts before the archive does"
             )
         if previous is not None and start < end:
             raise ForeignModelError(
-                f"{source}: members '{checks.shown(previous.filename, 80, quote=False)}' and "
-                f"'{checks.shown(info.filename, 80, quote=False)}' overlap in the archive; not "
+                f"{source}: members '{_shown(previous.filename)}' and "
+                f"'{_shown(info.filename)}' overlap in the archive; not "
                 "extracted"
             )
         end = start + _LOCAL_HEADER_BYTES + info.compress_size
         if end > size:
             raise ForeignModelError(
-                f"{source}: member '{checks.shown(info.filename, 80, quote=False)}' declares "
+                f"{source}: member '{_shown(info.filename)}' declares "
                 f"{info.compress_size:,} compressed bytes, more than the archive holds"
             )
         previous = info
@@ -222,7 +226,7 @@ def _check_ranges(infos, source, size):
 
 def _common_folder(names):
     """``"folder/"`` when every name lies in that one top-level folder, else ``""``."""
-    tops = {name.split("/", 1)[0] for name in names}
+    tops = {name.split("/", 1)[0] for name in names}  # pragma: no mutate, equivalent: same [0]
     if len(tops) == 1 and all("/" in name for name in names):
         return tops.pop() + "/"
     return ""
@@ -256,20 +260,19 @@ def read_member(path, info, max_bytes):
     refused in one line past ``max_bytes``."""
     if info.file_size > max_bytes:
         raise ForeignModelError(
-            f"{path}: member '{checks.shown(info.filename, 80, quote=False)}' declares "
+            f"{path}: member '{_shown(info.filename)}' declares "
             f"{info.file_size:,} bytes, more than the {max_bytes:,} it may have"
         )
     try:
         with zipfile.ZipFile(path) as archive, archive.open(info) as member:
-            data = member.read(max_bytes + 1)
+            data = member.read(max_bytes + 1)  # pragma: no mutate, equivalent: file_size caps
     except _DAMAGED as e:
         raise ForeignModelError(
             f"{path}: damaged zip archive ({checks.error_text(e, 120)})"
         ) from None
     if len(data) > max_bytes:
         raise ForeignModelError(
-            f"{path}: member '{checks.shown(info.filename, 80, quote=False)}' holds more than "
-            "it declares"
+            f"{path}: member '{_shown(info.filename)}' holds more than it declares"
         )
     return data
 
@@ -280,7 +283,7 @@ class _CountedReads:
 
     def __init__(self, raw):
         self.raw = raw
-        self.consumed = 0
+        self.consumed = 0  # pragma: no mutate, equivalent: only its differences are read
 
     def read(self, n=-1):
         data = self.raw.read(n)
@@ -294,11 +297,11 @@ class _CountedReads:
         return self.raw.tell()
 
     def seekable(self):
-        return True
+        return True  # pragma: no mutate, equivalent: a member is read, never sought
 
 
 def _extract_member(archive, counted, info, name, destination, source, nested):
-    shown = checks.shown(info.filename, 80, quote=False)
+    shown = _shown(info.filename)
     directory = destination
     if "/" in name:  # configs/NAME: a directory made here, never one that was there
         directory = os.path.join(destination, name.split("/")[0])
@@ -306,12 +309,17 @@ def _extract_member(archive, counted, info, name, destination, source, nested):
             raise ForeignModelError(f"{source}: member '{shown}' is in a folder that is a file")
         if not os.path.isdir(directory):
             os.mkdir(directory, 0o755)
-    target = os.path.join(directory, name.rsplit("/", 1)[-1])
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    base = name.rsplit("/", 1)[-1]  # pragma: no mutate, equivalent: a name holds one "/" at most
+    target = os.path.join(directory, base)
+    nofollow = getattr(os, "O_NOFOLLOW", 0)  # pragma: no mutate, equivalent: O_EXCL refuses a link
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow
     with archive.open(info) as member, open(os.open(target, flags, 0o644), "wb") as out:
         start = counted.consumed  # the member's local header and stream from here
         written = 0
-        while chunk := member.read(min(_CHUNK, info.file_size - written + 1)):
+        # zipfile gives no more than file_size: the bound sets only how far it reads ahead
+        while chunk := member.read(
+            min(_CHUNK, info.file_size - written + 1)  # pragma: no mutate, zipfile caps reads
+        ):  # fmt: skip
             if written == 0 and not nested and chunk.startswith(_SIGNATURES):
                 raise ForeignModelError(
                     f"{source}: member '{shown}' is an archive inside the archive; not extracted"
