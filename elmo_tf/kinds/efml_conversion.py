@@ -74,8 +74,9 @@ def _checked_config(model, efml, char_specials, word_specials, size_limits):
         n_lstm_layers=efml.n_layers,
         cell_clip=efml.cell_clip,
         proj_clip=efml.proj_clip,
-        use_skip_connections=True,  # ElmobiLm adds each layer's input from layer 2 on
-        max_characters_per_token=MAX_CHARACTERS_PER_TOKEN,
+        # ElmobiLm adds each layer's input from layer 2 on
+        use_skip_connections=True,  # pragma: no mutate, equals the default (dropped)
+        max_characters_per_token=MAX_CHARACTERS_PER_TOKEN,  # pragma: no mutate, equals the default
         n_characters=len(model.char_lexicon) + 1,
         character_scheme=CODEPOINTS,
         special_characters=char_specials,
@@ -138,5 +139,6 @@ def convert(model, size_limits=None):
 def _gates_to_bilm(array):
     """Blocks of the first axis from AllenNLP's gate order i, f, g, o to bilm-tf's i, j (g),
     f, o (a copy)."""
-    i, f, g, o = np.split(np.asarray(array), 4, axis=0)
-    return np.concatenate([i, g, f, o], axis=0).astype(np.float32)
+    i, f, g, o = np.split(np.asarray(array), 4, axis=0)  # pragma: no mutate, axis 0 is the default
+    blocks = np.concatenate([i, g, f, o], axis=0)  # pragma: no mutate, axis 0 is the default
+    return blocks.astype(np.float32)

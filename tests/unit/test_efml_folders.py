@@ -421,3 +421,314 @@ def test_config_candidates_in_order():
     assert efml_folder.config_candidates("/Users/x/cnn.json") == ["configs/cnn.json", "cnn.json"]
     assert efml_folder.config_candidates("../x/cnn.json") == ["configs/cnn.json", "cnn.json"]
     assert efml_folder.config_candidates("sub\\\\cnn.json")[-1] == "cnn.json"
+
+
+# Each refusal of a folder, a config and a state_dict, as one exact line.
+
+
+def _refused(read, *args):
+    with pytest.raises(ForeignModelError) as error:
+        read(*args)
+    return str(error.value)
+
+
+def test_a_path_that_is_no_folder_is_refused(tmp_path):
+    for path in (tmp_path / "missing", tmp_path / "file"):
+        if path.name == "file":
+            path.write_text("{}")
+        assert _refused(efml_folder.read_folder, path) == (
+            f"{path}: not a directory (an ELMoForManyLangs model folder)"
+        )
+
+
+def test_a_dictionary_without_efmls_special_entries_is_refused_naming_them(folder):
+    chars = efml_dictionaries.read_dictionary(folder / "char.dic")
+    _rewrite_dic(folder / "char.dic", [(t, i) for t, i in chars.items() if t[1:2] != "b"])
+    assert _refused(efml_folder.read_folder, folder) == (
+        f"{folder / 'char.dic'}: lacks <bos>, <bow> (EFML's model needs <bos>, <eos>, <oov>, "
+        "<pad>, <bow>, <eow>)"
+    )
+    (folder / "char.dic").write_bytes((EFML_TINY / "char.dic").read_bytes())
+    words = efml_dictionaries.read_dictionary(folder / "word.dic")
+    _rewrite_dic(folder / "word.dic", [(t, i) for t, i in words.items() if t != "<pad>"])
+    assert _refused(efml_folder.read_folder, folder) == (
+        f"{folder / 'word.dic'}: lacks <pad> (EFML's model needs <oov>, <pad>)"
+    )
+
+
+def test_a_word_dictionary_longer_than_its_table_can_be_is_refused(folder):
+    """token_embedder.pkl's bytes bound the word table's rows at word_dim (3) floats of two
+    bytes each at least: one line more than that is refused, that many lines are read on."""
+    rows = (folder / "token_embedder.pkl").stat().st_size // (2 * 3)
+    words = [("<oov>", 0), ("<pad>", 1), *((f"w{i}", i) for i in range(2, rows))]
+    _rewrite_dic(folder / "word.dic", words)
+    assert _refused(efml_folder.read_folder, folder).startswith(
+        f"{folder / 'token_embedder.pkl'}: word_emb_layer.embedding.weight has shape (32, 3), "
+        f"expected ({rows}, 3)"
+    )
+    _rewrite_dic(folder / "word.dic", [*words, ("one more", rows)])
+    assert _refused(efml_folder.read_folder, folder) == (
+        f"{folder / 'word.dic'}: holds {rows + 1:,} lines, more than the {rows:,} entries its "
+        "table can have"
+    )
+
+
+def test_a_character_dictionary_whose_ids_skip_one_is_refused(folder):
+    chars = efml_dictionaries.read_dictionary(folder / "char.dic")
+    _rewrite_dic(folder / "char.dic", [*list(chars.items())[:-1], ("<eow>", 200)])
+    assert _refused(efml_folder.read_folder, folder) == (
+        f"{folder / 'char.dic'}: ids run to 200 for 126 entries; the table has a row per entry"
+    )
+    _rewrite_dic(folder / "char.dic", chars.items())
+    words = efml_dictionaries.read_dictionary(folder / "word.dic")
+    _rewrite_dic(folder / "word.dic", [*list(words.items())[:-1], ("x" * 48, 32)])
+    assert _refused(efml_folder.read_folder, folder) == (
+        f"{folder / 'word.dic'}: ids run to 32 for 32 entries; the table has a row per entry"
+    )
+
+
+def _without_word_branch(folder):
+    """The tiny model as it would be with word_dim 0: no word table, the projection's word
+    columns gone, no word.dic."""
+    from support import torch_pickles
+
+    from elmo_tf.foreign.torch_state_dict import read_state_dict
+
+    config = json.loads((folder / "cnn_tiny.json").read_text())
+    config["token_embedder"]["word_dim"] = 0
+    (folder / "cnn_tiny.json").write_text(json.dumps(config))
+    tensors = read_state_dict(folder / "token_embedder.pkl")
+    del tensors["word_emb_layer.embedding.weight"]
+    tensors["projection.weight"] = np.ascontiguousarray(tensors["projection.weight"][:, 3:])
+    (folder / "token_embedder.pkl").write_bytes(torch_pickles.legacy_bytes(tensors))
+    (folder / "word.dic").unlink()
+
+
+def test_a_folder_without_a_word_branch_reads_without_a_word_dictionary(folder):
+    _without_word_branch(folder)
+    model = efml_folder.read_folder(folder)
+    assert model.folder == str(folder) and model.config_source == str(folder / "cnn_tiny.json")
+    assert model.config.word_dim == 0 and model.word_lexicon is None
+    assert "word_emb_layer.embedding.weight" not in model.token_embedder
+    assert model.token_embedder["projection.weight"].shape == (6, 14)
+    assert len(model.char_lexicon) == 126 and len(model.encoder) == 16
+
+
+def test_a_dictionary_linked_from_outside_the_folder_is_not_read(folder, tmp_path):
+    outside = tmp_path / "outside.dic"
+    outside.write_bytes((folder / "char.dic").read_bytes())
+    (folder / "char.dic").unlink()
+    (folder / "char.dic").symlink_to(outside)
+    assert _refused(efml_folder.read_folder, folder) == (
+        f"{folder / 'char.dic'}: leads outside the model folder; not read"
+    )
+
+
+@pytest.mark.parametrize(
+    "path, candidates",
+    [
+        ("sub/cnn.json", ["sub/cnn.json", "configs/cnn.json", "cnn.json"]),
+        ("./cnn.json", ["cnn.json", "configs/cnn.json"]),
+        ("\\Users\\x\\cnn.json", ["configs/cnn.json", "cnn.json"]),  # Windows' rooted path
+        ("models/", ["models"]),  # no file name: only the relative path
+        ("/", []),
+        ("..", []),
+    ],
+)
+def test_config_candidates_of_each_kind_of_path(path, candidates):
+    assert efml_folder.config_candidates(path) == candidates
+
+
+def test_a_rooted_config_path_is_never_relative_where_isabs_says_it_is_not_absolute(monkeypatch):
+    """Python 3.13's ntpath.isabs("/x") is False: the leading separator still roots it."""
+    isabs = efml_folder.os.path.isabs
+    monkeypatch.setattr(
+        efml_folder.os.path, "isabs", lambda path: path != "/x/cnn.json" and isabs(path)
+    )
+    assert efml_folder.config_candidates("/x/cnn.json") == ["configs/cnn.json", "cnn.json"]
+    assert efml_folder.config_candidates("x/cnn.json")[0] == "x/cnn.json"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["cnn_0_100_512_4096_sample.json", "C:\\Users\\x\\cnn_50_100_512_4096_sample.json"],
+)
+def test_the_standard_config_name_is_found_in_any_form_of_path(folder, path):
+    (folder / "cnn_tiny.json").unlink()
+    _set_config_path(folder, path)
+    config, source = efml_folder.resolve_config(folder)
+    assert source == "standard" and config.dim == 4096
+
+
+def test_a_config_path_naming_nothing_in_the_folder_is_quoted_to_60_characters(folder):
+    path = "/Users/" + "a" * 70 + "/cnn.json"
+    _set_config_path(folder, path)
+    assert _refused(efml_folder.resolve_config, folder) == (
+        f"{folder / 'config.json'}: config_path '{path[:60]}... ({len(path)} characters)' names "
+        "no model config in the folder (configs/cnn.json, cnn.json); put it there"
+    )
+    _set_config_path(folder, "..")
+    assert _refused(efml_folder.resolve_config, folder) == (
+        f"{folder / 'config.json'}: config_path '..' names no model config in the folder (no "
+        "file name); put it there"
+    )
+
+
+def test_the_config_files_errors_name_their_paths_in_the_folder(folder):
+    (folder / "config.json").write_text('{"seed": 1}')
+    assert _refused(efml_folder.resolve_config, folder) == (
+        f"{folder / 'config.json'}: 'config_path' must name the model config, got None"
+    )
+    (folder / "config.json").write_bytes(b"")
+    assert _refused(efml_folder.resolve_config, folder) == (
+        f"{folder / 'config.json'}: JSON config is empty"
+    )
+    (folder / "config.json").write_bytes((EFML_TINY / "config.json").read_bytes())
+    config = json.loads((folder / "cnn_tiny.json").read_text())
+    config["encoder"]["name"] = "lstm"
+    (folder / "cnn_tiny.json").write_text(json.dumps(config))
+    assert _refused(efml_folder.resolve_config, folder) == (
+        f"{folder / 'cnn_tiny.json'}: 'encoder.name' is 'lstm'; only EFML's 'elmo' encoder "
+        "(every released model) is supported"
+    )
+
+
+def test_a_config_file_past_its_size_bound_is_refused(folder):
+    (folder / "config.json").write_bytes(b" " * efml_folder.MAX_CONFIG_BYTES + b"{}")
+    assert _refused(efml_folder.resolve_config, folder) == (
+        f"{folder / 'config.json'}: larger than 1048576 bytes, not a JSON config"
+    )
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"[]", "config.json: expected a JSON object, got list"),
+        (b'{"config_path": 3}', "config.json: 'config_path' must name the model config, got 3"),
+        (b'{"config_path": " "}', "config.json: 'config_path' must name the model config, got ' '"),
+        (
+            b'{"config_path": "a\\u0000b.json"}',
+            r"config.json: 'config_path' must name the model config, got 'a\x00b.json'",
+        ),
+        (
+            b"{",
+            "config.json: not a valid JSON config.json (Expecting property name enclosed in "
+            "double quotes: line 1 column 2 (char 1))",
+        ),
+    ],
+)
+def test_a_broken_config_json_is_refused_in_one_line(data, message):
+    assert _refused(efml_folder.parse_train_config, data) == message
+
+
+def test_a_model_config_that_is_no_json_object_is_refused():
+    assert _refused(efml_folder.parse_model_config, b"[]") == (
+        "model config: 'encoder' must be a JSON object"
+    )
+    assert _refused(efml_folder.parse_model_config, b"{", "m.json") == (
+        "m.json: not a valid JSON model config (Expecting property name enclosed in double "
+        "quotes: line 1 column 2 (char 1))"
+    )
+
+
+def _model_config_with(section, **values):
+    config = json.loads((EFML_TINY / "cnn_tiny.json").read_text())
+    config[section].update(values)
+    return json.dumps(config).encode()
+
+
+@pytest.mark.parametrize(
+    "section, values, message",
+    [
+        ("token_embedder", {"n_highway": -1},
+         "'token_embedder.n_highway' must be a non-negative integer, got -1"),
+        ("token_embedder", {"word_dim": -1},
+         "'token_embedder.word_dim' must be a non-negative integer, got -1"),
+        ("token_embedder", {"char_dim": 0},
+         "'token_embedder.char_dim' must be a positive integer, got 0"),
+        ("encoder", {"projection_dim": 0},
+         "'encoder.projection_dim' must be a positive integer, got 0"),
+        ("encoder", {"dim": "10"}, "'encoder.dim' must be a positive integer, got '10'"),
+        ("encoder", {"n_layers": 0}, "'encoder.n_layers' must be a positive integer, got 0"),
+        ("encoder", {"name": "lstm"},
+         "'encoder.name' is 'lstm'; only EFML's 'elmo' encoder (every released model) is "
+         "supported"),
+        ("token_embedder", {"name": "lstm"},
+         "'token_embedder.name' is 'lstm'; only EFML's 'cnn' token embedder (every released "
+         "model) is supported"),
+        ("token_embedder", {"filters": [[1, 2, 3]]},
+         "'token_embedder.filters' must be [width, count] pairs, widths 1 to 50, got [[1, 2, 3]]"),
+        ("token_embedder", {"filters": [[1, 2.5]]},
+         "'token_embedder.filters' must be [width, count] pairs, widths 1 to 50, got [[1, 2.5]]"),
+        ("token_embedder", {"filters": [[51, 4]]},
+         "'token_embedder.filters' must be [width, count] pairs, widths 1 to 50, got [[51, 4]]"),
+        ("token_embedder", {"filters": [[2, 0]]},
+         "'token_embedder.filters' must be [width, count] pairs, widths 1 to 50, got [[2, 0]]"),
+        ("token_embedder", {"activation": "sigmoid"},
+         "'token_embedder.activation' must be 'relu' or 'tanh', got 'sigmoid'"),
+        ("token_embedder", {"max_characters_per_token": 40},
+         "'token_embedder.max_characters_per_token' must be 50 (every released model's), got 40"),
+        ("encoder", {"cell_clip": -1},
+         "'encoder.cell_clip' must be a non-negative number or null, got -1"),
+        ("encoder", {"proj_clip": float("inf")},
+         "'encoder.proj_clip' must be a non-negative number or null, got inf"),
+    ],
+)  # fmt: skip
+def test_each_bad_model_config_value_is_refused_in_one_exact_line(section, values, message):
+    data = _model_config_with(section, **values)
+    assert _refused(efml_folder.parse_model_config, data, "cnn_tiny.json") == (
+        f"cnn_tiny.json: {message}"
+    )
+
+
+def test_the_model_configs_bounds_are_inclusive():
+    config = efml_folder.parse_model_config(
+        _model_config_with(
+            "token_embedder",
+            n_highway=0,
+            word_dim=0,
+            activation="tanh",
+            name="CNN",
+            filters=[[50, 1], [1, 1]],
+        )  # fmt: skip
+    )
+    assert (config.n_highway, config.word_dim, config.activation) == (0, 0, "tanh")
+    assert config.filters == ((50, 1), (1, 1))
+    config = efml_folder.parse_model_config(_model_config_with("encoder", cell_clip=1e30))
+    assert config.cell_clip == 1e30
+
+
+def test_a_state_dict_that_disagrees_with_the_config_is_refused_naming_the_tensor():
+    expected = {"a": (1,), "b": (2, 3)}
+    floats = np.dtype(np.float32)
+
+    def refused(found):
+        return _refused(efml_folder.check_tensors, "t.pkl", expected, "the model config", found)
+
+    assert refused({}) == "t.pkl: lacks a (the model config names it)"
+    assert refused({"a": ((1,), floats)}) == "t.pkl: lacks b (the model config names it)"
+    assert refused({"a": ((1,), floats), "b": ((2, 3), floats), "c": ((1,), floats)}) == (
+        "t.pkl: holds c, which the model config has no place for"
+    )
+    assert refused({"a": ((1,), floats), "b": ((3, 2), floats)}) == (
+        "t.pkl: b has shape (3, 2), expected (2, 3) for the model config and the dictionaries"
+    )
+    assert refused({"a": ((1,), np.dtype(np.int32)), "b": ((2, 3), floats)}) == (
+        "t.pkl: a holds int32, not floats"
+    )
+    found = {"a": ((1,), floats), "b": ([2, 3], np.dtype(np.float64))}
+    assert efml_folder.check_tensors("t.pkl", expected, "the model config", found) is None
+
+
+def test_a_float64_past_float32s_range_is_refused_without_a_numpy_warning():
+    import warnings
+
+    tensors = {"w": np.array([1.0, 1e39])}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _refused(efml_folder._finite, "t.pkl", tensors) == (
+            "t.pkl: w holds NaN, infinity or values past float32's range; the model cannot be "
+            "converted"
+        )
+        fine = {"w": np.array([1.0, 3e38])}
+        assert efml_folder._finite("t.pkl", fine) is fine
