@@ -94,7 +94,7 @@ class RequestLimits:
     def check_token_lists(self, alias, token_counts, token_bytes):
         """Checks the rows of a string input split into tokens: ``token_counts`` per row and the
         byte length of its longest token ``token_bytes``."""
-        longest = max(token_counts, default=0)
+        longest = max(token_counts, default=0)  # pragma: no mutate, equivalent: limits are >= 1
         self.check("max_tokens_per_row", longest, f"input '{alias}' has a row of {longest} tokens")
         self.check(
             "max_request_tokens",
@@ -184,7 +184,7 @@ class Reservation:
     def release(self):
         if not self._held:
             return False
-        self._held = False
+        self._held = False  # pragma: no mutate, equivalent: None is as falsy as False
         self.budget._release(self.size)
         return True
 

@@ -229,7 +229,7 @@ def _check_utf8(alias, array):
     for index, value in enumerate(array.flat):
         if isinstance(value, bytes):
             try:
-                value.decode("utf-8")
+                value.decode("utf-8")  # pragma: no mutate, equivalent: codec names ignore case
             except UnicodeDecodeError as e:
                 raise invalid_argument(
                     f"input '{alias}' must be UTF-8 text for this model, which maps code points "
@@ -252,7 +252,10 @@ def _check_strings(alias, array, limits):
 
 def _text(value):
     if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogateescape")
+        return value.decode(
+            "utf-8",  # pragma: no mutate, equivalent: codec names ignore case
+            "surrogateescape",
+        )
     return str(value)
 
 

@@ -20,6 +20,8 @@ TEST_FILES_NEEDING = {
     "unit/test_serving_bounds.py": SERVING,
     "unit/test_serving_settings.py": SERVING,
     "unit/test_grpc_messages.py": SERVING,
+    "unit/test_serving_signatures.py": SERVING,
+    "unit/test_serving_tensors.py": SERVING,
     "integration/test_tflite.py": TFLITE,
     "model/test_tflite_checks.py": TFLITE,
     "integration/test_onnx.py": ONNX,

@@ -1,6 +1,6 @@
-"""The server's bounds in process, without a server: the body decoder's pieces, the body budget,
-bodies received and answers written, JSON pieces a row at a time, the batcher under clients that
-go, whitespace as str.split's."""
+"""The server's bounds in process, without a server: each request's limits, the body decoder's
+pieces, the body budget, bodies received and answers written, JSON pieces a row at a time, the
+batcher under clients that go, whitespace as str.split's."""
 
 import asyncio
 import concurrent.futures
@@ -23,11 +23,127 @@ from elmo_tf.serving.errors import ServingError
 from elmo_tf.serving.in_flight import ReceivedBodies, WrittenAnswers
 from elmo_tf.serving.options import BatchingOptions
 from elmo_tf.serving.request_batching import Batcher
-from elmo_tf.serving.request_limits import BodyBudget
+from elmo_tf.serving.request_limits import BodyBudget, RequestLimits
 from elmo_tf.serving.signature import SignatureSpec
 from elmo_tf.tokens.characters import WHITESPACE, split_tokens
 
 TIMEOUT = 30  # seconds, for every call
+
+
+# The limits of tests/model/test_serving_requests.py.
+LIMITS = RequestLimits(
+    max_request_rows=16, max_tokens_per_row=12, max_request_tokens=64, max_token_bytes=40
+)
+
+
+def _refused(call, *args):
+    """``(gRPC code, REST status, message)`` of the ``ServingError`` that ``call`` raises."""
+    with pytest.raises(ServingError) as error:
+        call(*args)
+    return error.value.code, error.value.http_status, error.value.message
+
+
+def _over(message):
+    """What a request over a limit is answered: RESOURCE_EXHAUSTED, REST 413 (not a retry)."""
+    return grpc.StatusCode.RESOURCE_EXHAUSTED, 413, message
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_request_rows", 0),
+        ("max_tokens_per_row", -1),
+        ("max_request_tokens", 1.5),
+        ("max_token_bytes", True),
+    ],
+)
+def test_request_limits_are_positive_integers(field, value):
+    with pytest.raises(ValueError) as error:
+        RequestLimits(**{field: value})
+    assert str(error.value) == f"{field} must be a positive integer, got {value!r}"
+
+
+@pytest.mark.parametrize(
+    ("shape", "spec_shape"),
+    [
+        ([], None),
+        ([], ()),
+        ([0], None),
+        ([16], (None,)),
+        ([2, 0, 50], (None, None, 50)),
+        ([1, 12], (None, None)),
+        ([16, 4], None),  # 64 tokens
+        ([1, 12, 50], (None, None, 50)),  # the characters of 12 tokens
+        ([2, 3, 4, 5], None),
+    ],
+)
+def test_a_shape_within_the_signature_and_the_limits_is_taken(shape, spec_shape):
+    assert LIMITS.check_shape("x", shape, spec_shape) is None
+
+
+@pytest.mark.parametrize(
+    ("shape", "spec_shape", "message"),
+    [
+        ([-1, 2], None, "input 'x' has a negative dimension in shape [-1, 2]"),
+        ([1, 2], (None,), "input 'x' must have rank 1, got shape [1, 2]"),
+        ([3], (None, None), "input 'x' must have rank 2, got shape [3]"),
+        (
+            [1, 2, 49],
+            (None, None, 50),
+            "input 'x' must have size 50 in dimension 2, got shape [1, 2, 49]",
+        ),
+    ],
+)
+def test_a_shape_unlike_the_signatures_is_an_invalid_argument(shape, spec_shape, message):
+    assert _refused(LIMITS.check_shape, "x", shape, spec_shape) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        400,
+        message,
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [
+        ([17], "input 'x' has 17 rows, over the limit of 16 (max_request_rows)"),
+        ([1, 13], "input 'x' has 13 tokens per row, over the limit of 12 (max_tokens_per_row)"),
+        ([1, 13, 50], "input 'x' has 13 tokens per row, over the limit of 12 (max_tokens_per_row)"),
+        ([16, 5], "input 'x' has 16 rows x 5 tokens, over the limit of 64 (max_request_tokens)"),
+    ],
+)
+def test_a_shape_over_a_limit_names_it(shape, message):
+    assert _refused(LIMITS.check_shape, "x", shape, None) == _over(
+        f"{message}; send a smaller request"
+    )
+
+
+def test_the_values_of_a_rank_1_input_are_bounded_as_tokens():
+    limits = RequestLimits(max_request_rows=1000, max_request_tokens=64)
+    assert limits.check_shape("x", [64], None) is None
+    assert _refused(limits.check_shape, "x", [65], None) == _over(
+        "input 'x' declares 65 values, over the limit of 64 (max_request_tokens); send a "
+        "smaller request"
+    )
+
+
+def test_a_value_at_a_limit_is_taken_and_one_over_is_refused():
+    assert LIMITS.check("max_token_bytes", 40, "a token") is None
+    assert _refused(LIMITS.check, "max_token_bytes", 41, "a token") == _over(
+        "a token, over the limit of 40 (max_token_bytes); send a smaller request"
+    )
+
+
+def test_token_lists_are_bounded_per_row_in_all_and_per_token():
+    for counts, longest in [([], 0), ([12, 3], 40), ([8] * 8, 1)]:
+        assert LIMITS.check_token_lists("sentences", counts, longest) is None
+    for counts, longest, message in [
+        ([3, 13], 1, "has a row of 13 tokens, over the limit of 12 (max_tokens_per_row)"),
+        ([11] * 6, 1, "pads to 6 rows x 11 tokens, over the limit of 64 (max_request_tokens)"),
+        ([1], 41, "has a 41-byte token, over the limit of 40 (max_token_bytes)"),
+    ]:
+        assert _refused(LIMITS.check_token_lists, "sentences", counts, longest) == _over(
+            f"input 'sentences' {message}; send a smaller request"
+        )
 
 
 def test_body_decoder_bounds_each_piece():
@@ -49,6 +165,23 @@ def test_body_decoder_bounds_each_piece():
         with pytest.raises(ServingError, match="is not supported") as error:
             BodyDecoder(header)
         assert error.value.http_status == 415
+
+
+def test_body_budget_capacity_is_a_positive_integer():
+    with pytest.raises(ValueError) as error:
+        BodyBudget(0)
+    assert str(error.value) == "capacity must be a positive integer, got 0"
+
+
+def test_body_budget_adds_up_reservations_and_releases_each_once():
+    budget = BodyBudget(10)
+    first, second = budget.reserve(3), budget.reserve(4)
+    assert (first.size, second.size, budget.used) == (3, 4, 7)
+    assert first.release() is True and budget.used == 4
+    assert first.release() is False and budget.used == 4
+    with second:
+        pass
+    assert second.release() is False and budget.used == 0
 
 
 def test_body_budget_admits_in_turn():
