@@ -107,7 +107,7 @@ class _Storage:
 
     def __init__(self, key, dtype, numel):
         self.key, self.dtype, self.numel = key, dtype, numel
-        self.values = None
+        self.values = None  # pragma: no mutate, equivalent: every read sets it before any use
 
     def __setstate__(self, state):
         raise _Refused("sets attributes of a storage")
@@ -144,7 +144,12 @@ def _rebuild_tensor(storage, offset, size, stride, *rest):
     return _TensorRef(storage, offset, size, stride)
 
 
-def _rebuild_parameter(data, requires_grad=False, backward_hooks=None, *rest):
+def _rebuild_parameter(
+    data,
+    requires_grad=False,  # pragma: no mutate, equivalent: never read (a parameter is its tensor)
+    backward_hooks=None,
+    *rest,
+):
     """``torch._utils._rebuild_parameter``: an ``nn.Parameter`` is its tensor here."""
     if not isinstance(data, _TensorRef) or backward_hooks or rest:
         raise _Refused("rebuilds a parameter from something that is not a plain tensor")
@@ -180,7 +185,13 @@ class _Unpickler(pickle.Unpickler):
     reference has the zip layout's 5 fields (else the legacy 6, with no view metadata).
     """
 
-    def __init__(self, file, storages=None, zip_layout=False, max_bytes=0):
+    def __init__(
+        self,
+        file,
+        storages=None,
+        zip_layout=False,  # pragma: no mutate, equivalent: _load passes every argument
+        max_bytes=0,  # pragma: no mutate, equivalent: _load passes every argument
+    ):
         super().__init__(file)
         self.storages = storages
         self.zip_layout = zip_layout
@@ -190,10 +201,12 @@ class _Unpickler(pickle.Unpickler):
         # Every route to a callable (GLOBAL, STACK_GLOBAL, EXT codes) comes here.
         stand_in = _ALLOWED.get((module, name))
         if stand_in is None:
+            shown = checks.shown(  # pragma: no mutate, equivalent: quote=None is as false as False
+                f"{module}.{name}", 60, quote=False
+            )
             raise _Refused(
-                f"refers to {checks.shown(f'{module}.{name}', 60, quote=False)}, which a "
-                "state_dict never "
-                "holds (loading the file with pickle would run it)"
+                f"refers to {shown}, which a state_dict never holds (loading the file with "
+                "pickle would run it)"
             )
         return stand_in
 
@@ -217,7 +230,8 @@ class _Unpickler(pickle.Unpickler):
             )
         if view and view[0] is not None:
             raise _Refused(f"holds storage {_printable(key)} as a view of another storage")
-        storage = self.storages.setdefault(key, _Storage(key, storage_type.dtype, numel))
+        made = _Storage(key, storage_type.dtype, numel)  # pragma: no mutate, equivalent: key unread
+        storage = self.storages.setdefault(key, made)
         if storage.dtype != storage_type.dtype or storage.numel != numel:
             raise _Refused(f"refers to storage {_printable(key)} with two types or sizes")
         return storage
@@ -235,9 +249,12 @@ def _printable(value):
     if value is None or isinstance(value, str | bytes | bool | float):
         return checks.shown(value, 60)
     if isinstance(value, int):
-        return checks.shown(value, 60) if value.bit_length() <= 64 else "a very large integer"
+        if value.bit_length() > 64:
+            return "a very large integer"
+        return checks.shown(value, 60)  # pragma: no mutate, equivalent: 64 bits are 20 digits
     name = _type_name(value)
-    article = "an" if name[0].lower() in "aeiou" else "a"
+    vowel = name[0].lower() in "aeiou"  # pragma: no mutate, equivalent: lower() gives no "X"
+    article = "an" if vowel else "a"
     if isinstance(value, tuple | list | dict):
         return f"{article} {name} of {len(value)} items"
     return f"{article} {name}"
@@ -313,7 +330,12 @@ _MEMO_PUTS = ("PUT", "BINPUT", "LONG_BINPUT")
 _MEMOIZE = "MEMOIZE"
 
 
-def _load(f, storages=None, zip_layout=False, max_bytes=0):
+def _load(
+    f,
+    storages=None,
+    zip_layout=False,
+    max_bytes=0,  # pragma: no mutate, equivalent: read only with storages, which pass it
+):
     """One pickle from ``f``: its opcodes looked at first (``pickletools.genops``, which only
     reads), then unpickled from the same place by the restricted unpickler.
 
@@ -368,7 +390,7 @@ def _read_legacy(f, size, described):
         if nbytes > size - f.tell():
             raise _Refused(f"ends inside storage {_printable(key)}")
         storage.values = np.frombuffer(f.read(nbytes), storage.dtype)
-    if f.read(1):
+    if f.read(1):  # pragma: no mutate, equivalent: read(2) is as true as read(1)
         raise _Refused("has bytes after its last storage")
     return obj, storages
 
@@ -382,7 +404,10 @@ def _read_zip(f, size, described):
         names = [info.filename for info in infos]
         if len(set(names)) != len(names):
             raise _Refused("(a zip) names one member twice")
-        prefixes = {name.split("/", 1)[0] for name in names}
+        prefixes = {
+            name.split("/", 1)[0]  # pragma: no mutate, equivalent: [0] whatever the maxsplit
+            for name in names
+        }
         if len(prefixes) != 1 or not all("/" in name for name in names):
             raise _Refused("(a zip) does not hold one folder, as torch.save writes it")
         prefix = prefixes.pop() + "/"
@@ -397,7 +422,9 @@ def _read_zip(f, size, described):
         obj = described(_load(io.BytesIO(pickled), storages, zip_layout=True, max_bytes=size))
         total = 0
         for key, storage in storages.items():
-            shown = f"data/{checks.shown(key, 60, quote=False)}"
+            shown = "data/" + checks.shown(  # pragma: no mutate, equivalent: quote=None is False
+                key, 60, quote=False
+            )
             info = members.get(f"data/{key}")
             if info is None:
                 raise _Refused(f"(a zip) has no {shown}")

@@ -406,3 +406,548 @@ def test_files_pytorchs_own_torch_save_wrote_read_value_for_value():
     np.testing.assert_array_equal(module["steps"], np.arange(5))
     bf16 = module["bf16"].view(np.uint32)
     assert not np.any(bf16 & 0xFFFF)  # widened from bfloat16's 16 bits: the low half is zero
+
+
+# --------------------------------------------------------------------------- pickles by hand
+#
+# Each refusal is one exact line; the pickles below are written opcode by opcode (protocol 2,
+# as PyTorch writes them), so that each holds the one thing under test.
+
+
+def _text(value):
+    """BINUNICODE."""
+    data = value.encode()
+    return b"X" + len(data).to_bytes(4, "little") + data
+
+
+def _int(value):
+    """LONG1 of 8 bytes: the same length whatever the value."""
+    return b"\x8a\x08" + value.to_bytes(8, "little", signed=True)
+
+
+def _global(module, name):
+    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+
+def _tuple(*items):
+    return b"(" + b"".join(items) + b"t"
+
+
+STORAGE = _text("storage")
+
+
+def _pid(key="k", numel=4, kind="FloatStorage", tag=STORAGE, fields=None):
+    """A storage reference (BINPERSID) of the legacy layout: six fields."""
+    fields = fields or [tag, _global("torch", kind), _text(key), _text("cpu"), _int(numel), b"N"]
+    return _tuple(*fields) + b"Q"
+
+
+def _tensor(storage=None, offset=0, size=(4,), stride=(1,), rest=(b"\x89", b"}")):
+    """``_rebuild_tensor_v2(storage, offset, size, stride, False, {})``; ``size`` or
+    ``stride`` as bytes: that pickle as it is."""
+    size = size if isinstance(size, bytes) else _tuple(*map(_int, size))
+    stride = stride if isinstance(stride, bytes) else _tuple(*map(_int, stride))
+    storage = _pid() if storage is None else storage
+    args = _tuple(storage, _int(offset), size, stride, *rest)
+    return _global("torch._utils", "_rebuild_tensor_v2") + args + b"R"
+
+
+def _state(*entries, build=b""):
+    """An OrderedDict of ``(name pickle, value pickle)`` entries; ``build``: its BUILD state."""
+    items = b"".join(name + value for name, value in entries)
+    return _global("collections", "OrderedDict") + b")R" + build + b"(" + items + b"u"
+
+
+def _pickle(body):
+    return b"\x80\x02" + body + b"."
+
+
+HEADER = (
+    pickle.dumps(torch_pickles.MAGIC_NUMBER, 2)
+    + pickle.dumps(1001, 2)
+    + pickle.dumps({"protocol_version": 1001, "little_endian": True}, 2)
+)
+
+
+def _file(*entries, storages=None, keys=None, build=b""):
+    """A legacy file of an OrderedDict of ``entries`` (name, value pickle) whose storages are
+    ``storages`` (``{key: array}``, written in the keys' order); ``keys``: the list written."""
+    storages = storages or {}
+    keys = sorted(storages) if keys is None else keys
+    main = _pickle(_state(*((_text(n) if isinstance(n, str) else n, v) for n, v in entries),
+                          build=build))  # fmt: skip
+    data = HEADER + main + pickle.dumps(keys, 2)
+    for key in sorted(storages):
+        values = storages[key]
+        data += np.int64(values.size).tobytes() + values.tobytes()
+    return data
+
+
+FOUR = {"k": np.array([1, 2, 3, 4], "<f4")}
+LAYOUT = "state_dict: not a PyTorch state_dict file in PyTorch's legacy or zip layout"
+REFUSED = "state_dict: not loaded: the PyTorch state_dict file"
+
+
+def _refusal(data, **kwargs):
+    """The one line ``parse_state_dict`` refuses ``data`` with."""
+    with pytest.raises(ForeignModelError) as error:
+        parse_state_dict(data, **kwargs)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+def test_a_hand_written_file_reads():
+    read = parse_state_dict(_file(("w", _tensor()), storages=FOUR))
+    assert list(read) == ["w"]
+    np.testing.assert_array_equal(read["w"], [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (_file(("w", _pid() + b"}b"), storages=FOUR), "sets attributes of a storage"),
+        (_file(("w", _tensor() + b"}b"), storages=FOUR), "sets attributes of a tensor"),
+        (_file(("w", _global("torch", "FloatStorage") + b"}b")),
+         "sets attributes of one of PyTorch's names"),
+        (_file(build=_text("x") + _int(1) + b"\x86b"),  # a state that is no dict
+         "sets attributes of an OrderedDict other than _metadata"),
+        (_file(build=b"}" + _text("x") + _int(1) + b"sb"),
+         "sets attributes of an OrderedDict other than _metadata"),
+        (_file(build=b")b"), "sets attributes of an OrderedDict other than _metadata"),
+    ],
+    ids=["storage", "tensor", "storage type", "a tuple", "another attribute", "an empty tuple"],
+)  # fmt: skip
+def test_a_pickle_that_sets_attributes_is_refused(data, message):
+    assert _refusal(data) == f"{REFUSED} {message}"
+
+
+def test_an_ordered_dicts_metadata_alone_may_be_set():
+    metadata = b"}" + _text("_metadata") + b"}sb"
+    assert list(parse_state_dict(_file(("w", _tensor()), storages=FOUR, build=metadata))) == ["w"]
+
+
+@pytest.mark.parametrize(
+    "rest, message",
+    [
+        ((b"\x89", b"}", b"N", b"N"), "rebuilds a tensor with 8 arguments"),
+        ((b"\x89", b"}" + _int(0) + _text("hook") + b"s"), "holds a tensor with backward hooks"),
+    ],
+)
+def test_a_tensor_rebuilt_with_more_than_a_view_is_refused(rest, message):
+    assert _refusal(_file(("w", _tensor(rest=rest)), storages=FOUR)) == f"{REFUSED} {message}"
+
+
+@pytest.mark.parametrize(
+    "rest", [(), (b"\x89",), (b"\x89", b"}"), (b"\x89", b"}", b"N")], ids=[4, 5, 6, 7]
+)
+def test_a_tensor_rebuilt_with_four_to_seven_arguments_reads(rest):
+    read = parse_state_dict(_file(("w", _tensor(rest=rest)), storages=FOUR))
+    np.testing.assert_array_equal(read["w"], [1, 2, 3, 4])
+
+
+def test_a_tensor_rebuilt_from_what_is_no_storage_is_refused():
+    assert _refusal(_file(("w", _tensor(storage=_int(1))))) == (
+        f"{REFUSED} rebuilds a tensor from something that is not a storage"
+    )
+
+
+def _parameter(*args):
+    """``_rebuild_parameter(*args)``."""
+    return _global("torch._utils", "_rebuild_parameter") + _tuple(*args) + b"R"
+
+
+def test_a_parameter_is_its_tensor():
+    ordered = _global("collections", "OrderedDict") + b")R"
+    for args in ((_tensor(),), (_tensor(), b"\x88", ordered)):
+        read = parse_state_dict(_file(("w", _parameter(*args)), storages=FOUR))
+        np.testing.assert_array_equal(read["w"], [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (_int(1),),
+        (_tensor(), b"\x89", b"}" + _int(0) + _text("hook") + b"s"),
+        (_tensor(), b"\x89", b"}", b"N"),
+    ],
+    ids=["no tensor", "backward hooks", "a fourth argument"],
+)
+def test_a_parameter_of_more_than_a_plain_tensor_is_refused(args):
+    assert _refusal(_file(("w", _parameter(*args)), storages=FOUR)) == (
+        f"{REFUSED} rebuilds a parameter from something that is not a plain tensor"
+    )
+
+
+def test_a_long_name_a_file_refers_to_is_shown_cut():
+    data = torch_pickles.legacy_with_main(_pickle(_global("m" * 40, "n" * 40)))
+    assert _refusal(data) == (
+        f"{REFUSED} refers to {'m' * 40}.{'n' * 19}... (81 characters), which a state_dict "
+        "never holds (loading the file with pickle would run it)"
+    )
+
+
+def test_a_storage_reference_outside_the_object_is_refused():
+    assert _refusal(_pickle(_pid())) == f"{REFUSED} refers to a storage in its header"
+
+
+@pytest.mark.parametrize(
+    "pid, message",
+    [
+        (b"(" + _text("storage") + _global("torch", "FloatStorage") + _text("k") + _text("cpu")
+         + _int(4) + b"NlQ", "holds a reference that is not a storage (a list of 6 items)"),
+        (_tuple(_text("storage"), _global("torch", "FloatStorage"), _text("k"), _text("cpu"),
+                _int(4)) + b"Q", "holds a reference that is not a storage (a tuple of 5 items)"),
+        (_pid(tag=_text("Storage")),
+         "holds a reference that is not a storage (a tuple of 6 items)"),
+        (_pid(fields=[_text("storage"), _text("FloatStorage"), _text("k"), _text("cpu"), _int(4),
+                      b"N"]), "holds a storage of no known type"),
+        (_pid(fields=[_text("storage"), _global("torch", "FloatStorage"), _int(5), _text("cpu"),
+                      _int(4), b"N"]), "holds a storage key that is not a short string (5)"),
+        (_pid(key="k" * 257), "holds a storage key that is not a short string "
+         f"('{'k' * 60}... (257 characters)')"),
+    ],
+    ids=["a list", "five fields", "another tag", "no storage type", "a number", "257 characters"],
+)  # fmt: skip
+def test_a_reference_that_is_no_storage_is_refused(pid, message):
+    assert _refusal(_file(("w", _tensor(storage=pid)), storages=FOUR)) == f"{REFUSED} {message}"
+
+
+def test_a_storage_reference_tagged_in_bytes_and_a_key_of_256_characters_read():
+    """Python 2's pickles (read with bytes for str) tag a storage b"storage"."""
+    tag = b"C\x07storage"  # SHORT_BINBYTES
+    key = "k" * 256
+    data = _file(("w", _tensor(storage=_pid(key=key, tag=tag))), storages={key: FOUR["k"]})
+    np.testing.assert_array_equal(parse_state_dict(data)["w"], [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize("kind, itemsize", [("ByteStorage", 1), ("FloatStorage", 4)])
+def test_a_storage_may_declare_at_most_the_files_size_in_bytes(kind, itemsize):
+    """Counted in bytes, against the file's length: a storage of that many bytes passes the
+    reference (and is refused later, as the file holds no such storage); one element more is
+    refused at once."""
+    length = len(_file(("w", _tensor(storage=_pid(numel=0, kind=kind)))))
+    at_most = length // itemsize
+    data = _file(("w", _tensor(storage=_pid(numel=at_most, kind=kind))))
+    assert len(data) == length
+    assert _refusal(data) == f"{REFUSED} lists other storages than its object refers to"
+    data = _file(("w", _tensor(storage=_pid(numel=at_most + 1, kind=kind))))
+    assert _refusal(data) == (
+        f"{REFUSED} holds storage 'k' of {at_most + 1} elements, more than the file's size allows"
+    )
+
+
+@pytest.mark.parametrize(
+    "other, message",
+    [
+        (_pid(numel=5), "refers to storage 'k' with two types or sizes"),
+        (_pid(kind="IntStorage"), "refers to storage 'k' with two types or sizes"),
+    ],
+    ids=["sizes", "types"],
+)
+def test_one_storage_referred_to_with_two_sizes_or_types_is_refused(other, message):
+    data = _file(("a", _tensor()), ("b", _tensor(storage=other)), storages=FOUR)
+    assert _refusal(data) == f"{REFUSED} {message}"
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (_pid(), "holds storage under 'w', not a tensor"),
+        (_global("torch", "FloatStorage"), "holds storage type under 'w', not a tensor"),
+        (_global("torch._utils", "_rebuild_tensor"), "holds rebuild function under 'w', not a "
+         "tensor"),
+        (_state(), "holds OrderedDict under 'w', not a tensor"),
+        (b"]", "holds list under 'w', not a tensor"),
+    ],
+    ids=["storage", "storage type", "rebuild function", "OrderedDict", "list"],
+)  # fmt: skip
+def test_an_entry_that_is_no_tensor_is_named_as_the_file_names_it(value, message):
+    assert _refusal(_file(("w", value), storages=FOUR)) == f"{REFUSED} {message}"
+
+
+@pytest.mark.parametrize(
+    "version, shown",
+    [
+        (2**63, "9223372036854775808"),  # 64 bits
+        (-(2**63), "-9223372036854775808"),
+        (2**64, "a very large integer"),  # 65 bits
+        ("x" * 70, f"'{'x' * 60}... (70 characters)'"),
+        (b"\x01", "b'\\x01'"),
+        (2.5, "2.5"),
+        (None, "None"),
+        ([], "a list of 0 items"),
+        ((1, 2), "a tuple of 2 items"),
+        ({"a": 1}, "a dict of 1 items"),
+        (collections.OrderedDict(), "an OrderedDict of 0 items"),
+        ({1}, "a set"),
+    ],
+)
+def test_a_value_is_shown_by_its_value_when_short_else_by_its_type(version, shown):
+    data = pickle.dumps(torch_pickles.MAGIC_NUMBER, 2) + pickle.dumps(version, 4)
+    assert _refusal(data) == f"{REFUSED} has protocol version {shown}, not 1001"
+
+
+def test_a_long_entry_name_is_shown_cut():
+    name = "w" * 70
+    assert _refusal(_file((name, _int(1)))) == (
+        f"{REFUSED} holds int under '{'w' * 60}... (70 characters)', not a tensor"
+    )
+
+
+def test_a_file_is_refused_in_one_line_naming_it(tmp_path):
+    path = tmp_path / "encoder.pkl"
+    with pytest.raises(ForeignModelError) as error:
+        read_state_dict(path)
+    assert str(error.value) == f"{path}: PyTorch state_dict file not found"
+    path.write_bytes(b"")
+    with pytest.raises(ForeignModelError) as error:
+        read_state_dict(path)
+    assert str(error.value) == f"{path}: PyTorch state_dict file is empty"
+
+
+def test_a_file_of_exactly_its_bound_reads(tmp_path):
+    path = tmp_path / "encoder.pkl"
+    path.write_bytes(_legacy())
+    size = len(_legacy())
+    assert list(read_state_dict(path, max_bytes=size)) == ["w"]
+    with pytest.raises(ForeignModelError) as error:
+        read_state_dict(path, max_bytes=size - 1)
+    assert str(error.value) == (
+        f"{path}: {size:,} bytes, more than the {size - 1:,} a PyTorch state_dict file may have"
+    )
+
+
+def test_an_error_is_named_by_its_source_and_cut_to_one_short_line():
+    assert _refusal(b"") == f"{LAYOUT} (pickle exhausted before seeing STOP)"
+    assert _refusal(b"", source="encoder.pkl") == (
+        "encoder.pkl: not a PyTorch state_dict file in PyTorch's legacy or zip layout (pickle "
+        "exhausted before seeing STOP)"
+    )
+    data = bytearray(torch_pickles.zip_bytes({"w": np.ones(2, np.float32)}, folder="f" * 100))
+    local = data.index(b"/data.pkl")  # the first: the member's local header, not the directory
+    data[local + 1 : local + 9] = b"DATA.PKL"
+    detail = f"File name in directory '{'f' * 100}/data.pkl' and header b'{'f' * 100}/DATA.PKL' "
+    assert _refusal(bytes(data)) == f"{LAYOUT} ({detail[:120]})"
+
+
+def test_a_pickle_opcode_no_state_dict_holds_is_refused():
+    data = b"\x80\x05\x96" + (1).to_bytes(8, "little") + b"x."  # BYTEARRAY8
+    assert _refusal(data) == (
+        f"{REFUSED} uses the pickle opcode BYTEARRAY8, which a state_dict never holds"
+    )
+
+
+def test_a_memo_index_out_of_order_is_refused_in_one_exact_line():
+    magic = pickle.dumps(torch_pickles.MAGIC_NUMBER, 2)
+    assert _refusal(magic + b"\x80\x02]q\x00]q\x02.") == (
+        f"{REFUSED} stores a value at memo index 2 after 1 values (a writer numbers them in order)"
+    )
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"\x80\x02K\x05.", "does not start with PyTorch's magic number"),
+        (pickle.dumps(torch_pickles.MAGIC_NUMBER, 2) + pickle.dumps(1001, 2)
+         + pickle.dumps({"little_endian": False}, 2),
+         "was written on a big-endian machine, or says nothing of its byte order"),
+        (HEADER + _pickle(_state()) + pickle.dumps([1], 2),
+         "has no list of storage keys after its object"),
+        (HEADER + _pickle(_state()) + pickle.dumps({}, 2),
+         "has no list of storage keys after its object"),
+        (_file(("w", _tensor()), storages=FOUR, keys=[]),
+         "lists other storages than its object refers to"),
+        (_file(("w", _tensor()), storages=FOUR, keys=["k", "k"]),
+         "lists other storages than its object refers to"),
+        (_file(("w", _tensor()), storages=FOUR)[:-20], "ends before storage 'k'"),
+        ((lambda d: d[:-24] + np.int64(-1).tobytes() + d[-16:])(_file(("w", _tensor()),
+                                                                       storages=FOUR)),
+         "has storage 'k' of -1 elements where its object says 4"),
+        (_file(("w", _tensor()), storages=FOUR) + b"\x00", "has bytes after its last storage"),
+    ],
+    ids=["magic", "byte order", "keys of numbers", "keys not a list", "keys left out",
+         "a key twice", "cut in a count", "a negative count", "trailing bytes"],
+)  # fmt: skip
+def test_a_legacy_file_out_of_its_layout_is_refused_in_one_exact_line(data, message):
+    assert _refusal(data) == f"{REFUSED} {message}"
+
+
+def test_bytes_after_the_last_storage_are_refused_after_one_is_read(tmp_path):
+    path = tmp_path / "encoder.pkl"
+    path.write_bytes(_file(("w", _tensor()), storages=FOUR) + b"\x00" * (32 << 20))
+    outcome, peak = peak_bytes(read_state_dict, path)
+    assert str(outcome) == (
+        f"{path}: not loaded: the PyTorch state_dict file has bytes after its last storage"
+    )
+    assert peak < 1 << 20
+
+
+def _rezipped(data, change):
+    """The zip ``data`` written again with ``change(name, bytes) -> [(name, bytes)]``."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of a duplicate it writes
+        for name in source.namelist():
+            for new_name, member in change(name, source.read(name)):
+                target.writestr(new_name, member)
+    return out.getvalue()
+
+
+ONES = torch_pickles.zip_bytes({"w": np.ones(3, np.float32)})
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda n, d: [(n, d)] * 2, "(a zip) names one member twice"),
+        (lambda n, d: [(n.replace("archive/", ""), d)], "(a zip) does not hold one folder, as "
+         "torch.save writes it"),
+        (lambda n, d: [(n if "version" not in n else "other/version", d)], "(a zip) does not "
+         "hold one folder, as torch.save writes it"),
+        (lambda n, d: [(n, d)] if "data.pkl" not in n else [], "(a zip) has no data.pkl"),
+        (lambda n, d: [(n, d if "byteorder" not in n else b"big")], "(a zip) was written on a "
+         "big-endian machine"),
+        (lambda n, d: [(n, d if "byteorder" not in n else b"little" + b" " * 10)], "(a zip) was "
+         "written on a big-endian machine"),
+        (lambda n, d: [(n, d if "byteorder" not in n else b"little" + b" " * 11)], "(a zip) has a "
+         "member 'archive/byteorder' larger than the file"),
+    ],
+    ids=["twice", "no folder", "two folders", "no data.pkl", "big-endian", "16 bytes", "17 bytes"],
+)  # fmt: skip
+def test_a_zip_out_of_torch_saves_layout_is_refused_in_one_exact_line(change, message):
+    assert _refusal(_rezipped(ONES, change)) == f"{REFUSED} {message}"
+
+
+@pytest.mark.parametrize("order", [b"little", b"little\n"])
+def test_a_zips_byte_order_may_end_in_a_newline(order):
+    data = _rezipped(ONES, lambda n, d: [(n, order if "byteorder" in n else d)])
+    np.testing.assert_array_equal(parse_state_dict(data)["w"], [1, 1, 1])
+
+
+def test_a_zips_missing_storage_is_named_cut_when_its_key_is_long():
+    storage = torch_pickles.Storage(np.ones(3, np.float32), "k" * 70)
+    data = torch_pickles.zip_bytes({"w": torch_pickles.Tensor(storage, 0, (3,), (1,))})
+    data = _rezipped(data, lambda n, d: [] if "/data/" in n else [(n, d)])
+    assert _refusal(data) == f"{REFUSED} (a zip) has no data/{'k' * 60}... (70 characters)"
+
+
+def test_zip_storages_of_exactly_the_files_size_pass_the_total_bound():
+    """The directory declares one stored storage of as many bytes as the file: not refused by
+    the total (the read of a member declared longer than it is fails instead)."""
+    ones = torch_pickles.zip_bytes({"w": np.ones(300, np.uint8)})
+    length = len(ones)
+    data = _rezipped(ones, lambda n, d: [(n, d.replace(b"M\x2c\x01", b"M" + length.to_bytes(
+        2, "little")) if n.endswith("data.pkl") else d)])  # fmt: skip
+    data = _with_declared_size(data, "archive/data/1000", length)
+    assert len(data) == length
+    message = _refusal(data)
+    assert message.startswith(LAYOUT) and "in all" not in message, message
+
+
+class _Member(io.RawIOBase):
+    """A zip member that hands over ``size`` bytes whatever it declares; its reads recorded,
+    a read of no bound failing (a compressed member may expand without end)."""
+
+    def __init__(self, size, reads):
+        self.left, self.reads = size, reads
+
+    def readable(self):
+        return True
+
+    def read(self, n=-1):
+        if n is None or n < 0:
+            raise AssertionError(f"read({n!r}): a read of no bound")
+        self.reads.append(n)
+        taken = min(n, self.left)
+        self.left -= taken
+        return b"x" * taken
+
+
+class _Archive:
+    """What ``_member`` uses of a ``zipfile.ZipFile``: ``open(info)``."""
+
+    def __init__(self, size):
+        self.size, self.reads = size, []
+
+    def open(self, info):
+        return _Member(self.size, self.reads)
+
+
+def test_a_zip_member_is_read_no_further_than_its_bound_plus_one_byte():
+    info = zipfile.ZipInfo("archive/data.pkl")
+    info.file_size = 10
+    archive = _Archive(10)
+    assert torch_state_dict._member(archive, info, 10) == b"x" * 10
+    assert archive.reads == [11]
+    archive = _Archive(1000)  # more than it declares
+    with pytest.raises(torch_state_dict._Refused) as error:
+        torch_state_dict._member(archive, info, 10)
+    assert str(error.value) == "(a zip) has a member 'archive/data.pkl' larger than declared"
+    assert archive.reads == [11]
+    info.file_size = 11
+    with pytest.raises(torch_state_dict._Refused) as error:
+        torch_state_dict._member(archive, info, 10)
+    assert str(error.value) == "(a zip) has a member 'archive/data.pkl' larger than the file"
+
+
+@pytest.mark.parametrize(
+    "entries, message",
+    [
+        (((_int(1), _tensor()),), "has an entry named 1, not a string"),
+        ((("w", _tensor(stride=_int(1))),),
+         "describes tensor 'w' with a size or stride that is not a tuple"),
+        ((("w", _tensor(size=_int(4))),),
+         "describes tensor 'w' with a size or stride that is not a tuple"),
+        ((("w", _tensor(stride=(1, 1))),), "describes tensor 'w' with 1 sizes and 2 strides"),
+        ((("w", _tensor(size=(1,) * 9, stride=(1,) * 9)),),
+         "describes tensor 'w' with 9 sizes and 9 strides"),
+        ((("w", _tensor(offset=-1)),), "describes tensor 'w' with a negative or non-integer size"),
+        ((("w", _tensor(size=_tuple(b"G" + np.float64(2).astype(">f8").tobytes()))),),
+         "describes tensor 'w' with a negative or non-integer size"),
+        ((("w", _tensor(size=(3,), stride=(2,))),),
+         "describes tensor 'w' (3,) beyond its storage of 4 elements"),
+    ],
+    ids=["a number as name", "a stride of no tuple", "a size of no tuple", "ranks that differ",
+         "rank 9", "a negative offset", "a float size", "beyond its storage"],
+)  # fmt: skip
+def test_a_tensor_described_out_of_its_rules_is_refused_in_one_exact_line(entries, message):
+    assert _refusal(_file(*entries, storages=FOUR)) == f"{REFUSED} {message}"
+
+
+@pytest.mark.parametrize(
+    "size, stride, expected",
+    [
+        ((1,) * 8, (1,) * 8, np.ones((1,) * 8)),  # the most dimensions a tensor may have
+        ((2,), (2,), [1, 3]),
+        ((3,), (0,), [1, 1, 1]),  # one value broadcast (PyTorch's expand)
+        ((2, 2), (1, 2), [[1, 3], [2, 4]]),
+    ],
+)
+def test_views_read_as_their_strides_say(size, stride, expected):
+    read = parse_state_dict(_file(("w", _tensor(size=size, stride=stride)), storages=FOUR))
+    np.testing.assert_array_equal(read["w"], expected)
+    assert read["w"].shape == tuple(size)
+
+
+def test_views_may_hold_four_times_their_storages_values_and_one_more():
+    storage = torch_pickles.Storage(np.arange(4, dtype=np.float32), "1")
+    views = {f"w{i}": torch_pickles.Tensor(storage, 0, (4,), (1,)) for i in range(4)}
+    views["one"] = torch_pickles.Tensor(storage, 0, (1,), (1,))  # 4 * 4 + 1 values
+    assert len(parse_state_dict(torch_pickles.legacy_bytes(views))) == 5
+    views["one"] = torch_pickles.Tensor(storage, 0, (2,), (1,))
+    assert _refusal(torch_pickles.legacy_bytes(views)) == (
+        f"{REFUSED} holds more values in its tensors than its storages hold"
+    )
+
+
+def test_bfloat16_is_read_as_the_float32_of_its_bits():
+    bits = np.array([0x3F80, 0xC000, 0x0000, 0x7F80, 0x3F81], "<u2")
+    expected = np.array([1.0, -2.0, 0.0, np.inf, 1.0078125], np.float32)
+    seen = []
+    data = _file(("w", _tensor(storage=_pid(numel=5, kind="BFloat16Storage"), size=(5,))),
+                 storages={"k": bits})  # fmt: skip
+    read = parse_state_dict(data, check=seen.append)
+    assert read["w"].dtype == np.float32
+    np.testing.assert_array_equal(read["w"], expected)
+    assert seen == [{"w": ((5,), np.dtype(np.float32))}]
