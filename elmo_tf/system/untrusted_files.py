@@ -63,7 +63,8 @@ def parse_json(data, path, what, error):
     """The JSON value of ``data`` (UTF-8, a BOM skipped); ``error`` naming ``path`` and the
     problem otherwise, a key given twice in one object included."""
     try:
-        return json.loads(data.decode("utf-8-sig"), object_pairs_hook=_unique_keys)
+        text = data.decode("utf-8-sig")  # pragma: no mutate, equivalent: codec names ignore case
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as e:
         raise error(f"{path}: not a valid JSON {what} (not UTF-8 text: byte {e.start})") from None
     except RecursionError:

@@ -62,15 +62,17 @@ def raw_lines(stream, max_line_bytes=DEFAULT_MAX_LINE_BYTES, chunk_bytes=CHUNK_B
     read = getattr(stream, "read1", stream.read)
     number = 0
     pending = bytearray()  # the current line so far, at most max_line_bytes
-    skipping = False  # inside a line already reported as too long
-    after_cr = False  # the last line ended in "\r": a "\n" first in the next read ends it too
+    # inside a line already reported as too long
+    skipping = False  # pragma: no mutate, equivalent: None is as false as False
+    # the last line ended in "\r": a "\n" first in the next read ends it too
+    after_cr = False  # pragma: no mutate, equivalent: None is as false as False
     start = True
     while True:
         chunk = read(chunk_bytes)
         if not chunk:
             break
         if start:
-            start = False
+            start = False  # pragma: no mutate, equivalent: None is as false as False
             while len(chunk) < len(codecs.BOM_UTF8):  # a byte-order mark split over reads
                 more = stream.read(len(codecs.BOM_UTF8) - len(chunk))
                 if not more:
@@ -95,7 +97,7 @@ def raw_lines(stream, max_line_bytes=DEFAULT_MAX_LINE_BYTES, chunk_bytes=CHUNK_B
                     yield RawLine(number, bytes(pending))
                 number += 1
                 pending.clear()
-                skipping = False
+                skipping = False  # pragma: no mutate, equivalent: None is as false as False
     if pending and not skipping:
         yield RawLine(number, bytes(pending))
 
@@ -106,7 +108,7 @@ def line_problem(data):
     if nul >= 0:
         return f"holds a NUL byte (at byte {nul + 1} of the line)"
     try:
-        data.decode("utf-8")
+        data.decode("utf-8")  # pragma: no mutate, equivalent: codec names ignore case
     except UnicodeDecodeError as e:
         return f"is not valid UTF-8 (byte 0x{data[e.start]:02x} at byte {e.start + 1} of the line)"
     return None
@@ -154,7 +156,7 @@ def decoded_lines(stream, name, what="input", max_line_bytes=DEFAULT_MAX_LINE_BY
             raise InputFileError(
                 f"{name}: line {line.number + 1} {problem}; expected a UTF-8 text {what} file"
             )
-        yield line.data.decode("utf-8")
+        yield line.data.decode("utf-8")  # pragma: no mutate, equivalent: codec names ignore case
 
 
 def _check_bound(max_line_bytes):

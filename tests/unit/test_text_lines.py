@@ -2,6 +2,7 @@
 stream whatever the chunk size, every line bounded in bytes."""
 
 import codecs
+import errno
 import io
 import re
 
@@ -9,10 +10,12 @@ import pytest
 from support.text_edges import edge_lines
 
 from elmo_tf.errors import InputFileError
+from elmo_tf.tokens import text_lines
 from elmo_tf.tokens.text_lines import (
     DEFAULT_MAX_LINE_BYTES,
     RawLine,
     decoded_lines,
+    line_problem,
     raw_lines,
     read_text_lines,
 )
@@ -196,3 +199,142 @@ def test_embed_refuses_one_token_over_its_bound(tmp_path, max_tokens):
     path.write_text("a\n" + " ".join(["t"] * (max_tokens + 1)) + "\n", encoding="utf-8")
     with pytest.raises(InputFileError, match=f"line 2 has {max_tokens + 1:,} tokens, more than"):
         list(iter_lines(path, max_tokens))
+
+
+# --------------------------------------------------------------------------- each rule exactly
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 2, 1 << 16])
+def test_a_first_empty_line_and_x_before_a_line_end_are_kept(chunk_bytes):
+    """A line end is "\\r", "\\n" or "\\r\\n" only: an "X" before one is the line's; a file
+    that starts with a line end starts with an empty line."""
+    data = b"\nmaX\nXX\r\n\r\nX"
+    lines = list(raw_lines(io.BytesIO(data), chunk_bytes=chunk_bytes))
+    assert lines == [RawLine(0, b""), RawLine(1, b"maX"), RawLine(2, b"XX"), RawLine(3, b""),
+                     RawLine(4, b"X")]  # fmt: skip
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 3, 4, 1 << 16])
+def test_a_byte_order_mark_after_the_start_is_text(chunk_bytes):
+    """Only a leading mark is dropped: one later (a zero-width no-break space), even where a
+    read starts with it, is part of its line."""
+    data = b"abc" + codecs.BOM_UTF8 + b"d\n" + codecs.BOM_UTF8 + b"e"
+    assert list(raw_lines(io.BytesIO(data), chunk_bytes=chunk_bytes)) == [
+        RawLine(0, b"abc" + codecs.BOM_UTF8 + b"d"),
+        RawLine(1, codecs.BOM_UTF8 + b"e"),
+    ]
+
+
+class _Trickle(io.RawIOBase):
+    """A pipe that hands over one byte per ``read1``; each call's size is recorded, and a
+    read of no bound fails (a pipe's writer may never close it)."""
+
+    def __init__(self, data):
+        self.data, self.calls = data, []
+
+    def readable(self):
+        return True
+
+    def read1(self, n=-1):
+        return self._take("read1", n, 1)
+
+    def read(self, n=-1):
+        return self._take("read", n, n)
+
+    def _take(self, how, n, most):
+        if n is None or n < 0:
+            raise AssertionError(f"{how}({n!r}): a read of no bound")
+        self.calls.append((how, n))
+        taken, self.data = self.data[: min(n, most)], self.data[min(n, most) :]
+        return taken
+
+
+def test_a_byte_order_mark_over_one_byte_reads_is_completed_by_reading_what_it_lacks():
+    stream = _Trickle(codecs.BOM_UTF8 + b"ab\n")
+    assert list(raw_lines(stream)) == [RawLine(0, b"ab")]
+    assert stream.calls[:3] == [("read1", 1 << 16), ("read", 2), ("read1", 1 << 16)]
+    stream = _Trickle(b"a")  # shorter than a mark: what there is
+    assert list(raw_lines(stream)) == [RawLine(0, b"a")]
+    assert stream.calls == [("read1", 1 << 16), ("read", 2), ("read1", 1 << 16)]
+
+
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        (b"\0abc", "holds a NUL byte (at byte 1 of the line)"),
+        (b"a\0b\0", "holds a NUL byte (at byte 2 of the line)"),  # the first one
+        (b"\xff\0", "holds a NUL byte (at byte 2 of the line)"),  # before any other problem
+        (b"ab\xc3", "is not valid UTF-8 (byte 0xc3 at byte 3 of the line)"),
+        (b"\xe2\x82\xac \xc3\xbc", None),
+        (b"", None),
+    ],
+)
+def test_what_is_wrong_with_a_line(data, problem):
+    assert line_problem(data) == problem
+
+
+def test_a_bad_line_names_the_file_the_line_and_the_kind_of_file(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(b"<S>\nb\x00c\n")
+    with pytest.raises(InputFileError) as error:
+        list(read_text_lines(path, what="vocabulary"))
+    assert str(error.value) == (
+        f"{path}: line 2 holds a NUL byte (at byte 2 of the line); expected a UTF-8 text "
+        "vocabulary file"
+    )
+    with pytest.raises(InputFileError) as error:
+        list(decoded_lines(io.BytesIO(b"ok\n\xff\n"), "stdin"))
+    assert str(error.value) == (
+        "stdin: line 2 is not valid UTF-8 (byte 0xff at byte 1 of the line); expected a UTF-8 "
+        "text input file"
+    )
+
+
+def test_a_file_that_cannot_be_opened_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("x")
+    path = tmp_path / "file" / "below"
+    with pytest.raises(InputFileError) as error:
+        list(read_text_lines(path, what="corpus"))
+    assert str(error.value) == f"{path}: cannot read corpus file (Not a directory)"
+
+
+class _Failing(io.RawIOBase):
+    """A file whose reads fail with ``error``."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def readable(self):
+        return True
+
+    def read(self, n=-1):
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error, message",
+    [
+        (IsADirectoryError(errno.EISDIR, "Is a directory"), "corpus is a directory, expected a "
+         "text file"),
+        (OSError(errno.EIO, "Input/output error"), "cannot read corpus file (Input/output error)"),
+        (OSError("the device went away"), "cannot read corpus file (the device went away)"),
+    ],
+    ids=["directory", "strerror", "message"],
+)  # fmt: skip
+def test_a_read_that_fails_is_one_line(tmp_path, monkeypatch, error, message):
+    path = tmp_path / "in.txt"
+    path.write_text("x\n")
+    monkeypatch.setattr(text_lines, "open", lambda *args: _Failing(error), raising=False)
+    with pytest.raises(InputFileError) as info:
+        list(read_text_lines(path, what="corpus"))
+    assert str(info.value) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize("bound", [0, -1, True, 1.5, "10", None])
+def test_a_bound_that_is_no_positive_integer_is_refused(bound):
+    with pytest.raises(ValueError) as error:
+        list(raw_lines(io.BytesIO(b"x"), max_line_bytes=bound))
+    assert str(error.value) == f"max_line_bytes must be a positive integer, got {bound!r}"
+    with pytest.raises(ValueError, match="max_line_bytes must be a positive integer"):
+        list(read_text_lines("never-opened.txt", max_line_bytes=bound))
+    assert list(raw_lines(io.BytesIO(b"x"), max_line_bytes=1)) == [RawLine(0, b"x")]
