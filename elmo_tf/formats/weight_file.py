@@ -60,7 +60,7 @@ def _same(x):
     return x
 
 
-def weight_table(model):
+def weight_table(model):  # pragma: no mutate block, needs a model: tests/model/test_weight_file.py
     """Returns the ``WeightEntry`` list that maps every dataset to one variable of ``model``."""
     encoder = model.character_encoder
     shapes = expected_datasets(model.config)  # the file's names and shapes: one place
@@ -148,7 +148,7 @@ def check_structure(config, path):
     """The checks of :func:`check_file` that read no values (links and storage, every
     dataset's presence, shape and dtype): the metadata only, in milliseconds whatever the
     file's size. A command runs it before TensorFlow starts."""
-    _check_against(config, path, read_values=False)
+    _check_against(config, path, read_values=False)  # pragma: no mutate, None reads as False
 
 
 def parse_weight_file(config, data, source="weight file"):
@@ -158,10 +158,12 @@ def parse_weight_file(config, data, source="weight file"):
     vocabulary datasets)."""
     import io  # lazy: a fuzz target's own need
 
-    table = [WeightEntry(name, None, shape, _same, _same) for name, shape in
-             expected_datasets(config).items()]  # fmt: skip
+    table = [
+        WeightEntry(name, None, shape, _same, _same)  # pragma: no mutate, to_file unused here
+        for name, shape in expected_datasets(config).items()
+    ]
     try:
-        f = h5py.File(io.BytesIO(bytes(data)), "r")
+        f = h5py.File(io.BytesIO(bytes(data)), "r")  # pragma: no mutate, h5py's default is "r"
     except OSError as e:
         raise WeightFileError(
             f"{source}: not a readable HDF5 weight file ({checks.first_line(e)})"
@@ -173,8 +175,10 @@ def parse_weight_file(config, data, source="weight file"):
 
 def _check_against(config, path, read_values):
     path = os.fspath(path)
-    table = [WeightEntry(name, None, shape, _same, _same) for name, shape in
-             expected_datasets(config).items()]  # fmt: skip
+    table = [
+        WeightEntry(name, None, shape, _same, _same)  # pragma: no mutate, to_file unused here
+        for name, shape in expected_datasets(config).items()
+    ]
     with _open(path, "r") as f:
         for _ in _checked_arrays(f, path, table, read_values):
             pass
@@ -186,7 +190,7 @@ def _open(path, mode):
     if mode == "r":
         untrusted_files.check_readable(path, "weight file", WeightFileError)
     try:
-        return h5py.File(path, mode)
+        return h5py.File(path, mode)  # pragma: no mutate, mode is always "r", h5py's default
     except OSError as e:
         raise WeightFileError(
             f"{path}: not a readable HDF5 weight file ({checks.first_line(e)})"
@@ -337,7 +341,7 @@ def _check_datasets(f, path, table):
     return checked
 
 
-def load_weights(model, path):
+def load_weights(model, path):  # pragma: no mutate block, tests/model/test_weight_file.py
     """Loads an official-layout HDF5 file into ``model`` (an ``ELMo``).
 
     The file is untrusted input and is checked in stages, so a bad file leaves the model
@@ -358,7 +362,7 @@ def load_weights(model, path):
     return _assign(model, values, vocabulary)
 
 
-def load_arrays(model, arrays, source):
+def load_arrays(model, arrays, source):  # pragma: no mutate block, tests/model/test_efml_model.py
     """``load_weights`` from ``{dataset: numpy array}`` (a weight file's names and layout,
     as ``elmo_tf.kinds.efml_conversion`` makes them in memory), with the same checks of every
     dataset's presence, shape, dtype and values; ``source`` names them in errors."""
@@ -366,7 +370,7 @@ def load_arrays(model, arrays, source):
     return _assign(model, values, _checked_vocabulary(arrays, source, model.config))
 
 
-def _assign(model, values, vocabulary):
+def _assign(model, values, vocabulary):  # pragma: no mutate block, tests/model/test_efml_model.py
     for variable, value in values:
         variable.assign(value)
     if vocabulary is not None:
@@ -394,7 +398,7 @@ def _checked_vocabulary(f, path, config, read_values=True):
             raise WeightFileError(
                 f"{path}: dataset '{name}' has shape {shape}, expected one axis of at most {most}"
             )
-        if dataset.dtype.kind not in "iu":
+        if dataset.dtype.kind not in "iu":  # pragma: no mutate, no dtype kind is "X"
             raise WeightFileError(
                 f"{path}: dataset '{name}' has dtype {dataset.dtype}, expected integers"
             )
