@@ -8,10 +8,12 @@ fill it through a loopback server: tests/integration/test_downloads.py.
 import errno
 import hashlib
 import json
+import locale
 import os
 import stat
 
 import pytest
+from support.special_files import special_file
 
 from elmo_tf.errors import CacheError, DownloadError
 from elmo_tf.presets import cache_entries
@@ -61,16 +63,22 @@ def test_an_entry_is_named_by_its_public_urls_hash_and_its_file_name(cache):
     assert cache_entries.entry_path(URL) == path  # the credentials are not part of it
     hidden = cache_entries.entry_path("https://example.org/..lock")
     assert os.path.basename(hidden) == "lock"  # never one of the entry's own hidden names
+    assert os.path.basename(cache_entries.entry_path("https://example.org/.Xa.")) == "Xa."
     assert os.path.basename(cache_entries.entry_path("https://example.org/")) == "file"
-    with pytest.raises(DownloadError, match="not a usable URL"):
-        cache_entries.entry_path("ftp://example.org/weights.hdf5")
+    with pytest.raises(DownloadError) as error:
+        cache_entries.entry_path("ftp://user:pw@example.org/weights.hdf5")
+    assert str(error.value) == (
+        "ftp://example.org/weights.hdf5: not a usable URL (not an http:// or https:// URL)"
+    )
 
 
 def test_a_record_is_written_private_and_read_back(cache):
     entry = cached()
     record = entry.path + cache_entries.RECORD_SUFFIX
     with open(record, encoding="utf-8") as f:
-        assert json.load(f) == {"url": URL, "size": 7, "sha256": entry.sha256}
+        assert f.read() == (
+            f'{{\n  "url": "{URL}",\n  "size": 7,\n  "sha256": "{entry.sha256}"\n}}\n'
+        )
     assert stat.S_IMODE(os.stat(record).st_mode) == 0o600
     assert cache_entries.read_record(entry.path) == entry
     assert cache_entries.read_entry(entry.path) == entry
@@ -123,6 +131,8 @@ def test_what_keeps_a_cached_file_from_being_read(tmp_path):
     assert cache_entries.file_problem(str(tmp_path)) == "is a directory"
     assert cache_entries.file_problem(str(pipe)) == "is a named pipe"
     assert cache_entries.file_problem(str(regular / "below")) == "cannot be read (Not a directory)"
+    device = special_file(tmp_path / "null", "null device")
+    assert cache_entries.file_problem(str(device)) == "is a device"
 
 
 def test_only_the_caches_own_entry_directories_are_listed(cache):
@@ -131,6 +141,7 @@ def test_only_the_caches_own_entry_directories_are_listed(cache):
     (files / "notes").mkdir()  # not a key
     (files / ("A" * 24)).mkdir()  # not lowercase hex
     (files / ("0" * 23)).mkdir()  # one digit short
+    (files / ("X" * 24)).mkdir()  # not hex
     (files / ("f" * 24)).write_text("a file, not an entry")
     os.symlink(files / "notes", files / ("e" * 24))  # a link, not an entry
     expected = sorted(os.path.dirname(e.path) for e in (one, two))
@@ -248,3 +259,37 @@ def test_why_the_cache_cannot_be_written(cache, code, text, expected):
     assert message.endswith(expected)
     assert message.startswith(f"the model cache {cache} ") == (code != errno.ENOSPC)
     assert cache_entries.cannot_write(OSError("no errno")) == "no errno"
+
+
+def test_a_record_is_read_as_utf8_whatever_the_locale(cache):
+    """A record is JSON, UTF-8 text: one whose URL is written as UTF-8 bytes rather than
+    escaped (``write_record`` escapes it) reads the same in a process whose locale says ASCII."""
+    url = "https://example.org/mod\u00e8les/weights.hdf5"
+    entry = Entry(cache_entries.entry_path(URL), url, 7, "0" * 64)
+    os.makedirs(os.path.dirname(entry.path))
+    record = {"url": url, "size": 7, "sha256": "0" * 64}
+    with open(entry.path + cache_entries.RECORD_SUFFIX, "w", encoding="utf-8") as f:
+        json.dump(record, f, ensure_ascii=False)
+    before = locale.setlocale(locale.LC_CTYPE)
+    try:
+        locale.setlocale(locale.LC_CTYPE, "C")
+        assert cache_entries.read_record(entry.path) == entry
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+
+
+def test_a_killed_download_leaves_its_record_and_its_partial_body_stale_together(cache):
+    """Killed after writing the record, before moving the body out of ``.partial/``: both are
+    stale, in the one entry directory."""
+    entry = cached(data=b"12345")
+    os.remove(entry.path)
+    partial = os.path.join(os.path.dirname(entry.path), cache_entries.PARTIAL_NAME)
+    os.mkdir(partial)
+    with open(os.path.join(partial, "body"), "wb") as f:
+        f.write(b"abc")
+    record = entry.path + cache_entries.RECORD_SUFFIX
+    assert cache_entries.stale_files() == [
+        (record, os.path.getsize(record)),
+        (os.path.join(partial, "body"), 3),
+    ]
+    assert cache_entries.entries() == []

@@ -169,3 +169,31 @@ def test_an_offline_nlpl_archive_cached_under_another_mirror_names_the_nlpl_vari
     assert f"the cache holds the same file for {cached}" in message
     assert message.endswith("set ELMO_TF_NLPL_BASE_URL as it was set when it was downloaded")
     assert "ELMO_TF_MODEL_BASE_URL" not in message
+
+
+def test_an_nlpl_name_means_its_entry_and_an_unknown_one_lists_the_known_ones():
+    from elmo_tf.presets import nlpl
+
+    assert nlpl.entry_named("efml-en") == nlpl.ENTRIES[144]
+    assert nlpl.entry_named("nlpl:20/219") == nlpl.Entry(20, 219)
+    with pytest.raises(ElmoError) as error:
+        nlpl.entry_named("efml-ne")
+    assert str(error.value) == (
+        "'efml-ne' names no NLPL repository entry known here: write nlpl:<release>/<id> for any "
+        "entry (nlpl:20/219), or one of efml-ar, efml-bg, efml-ca, efml-cs, efml-cu, efml-da, "
+        "... (docs/models.md); did you mean 'efml-nn'?"
+    )
+
+
+@pytest.mark.parametrize(
+    "base, url",
+    [
+        ("http://m.example/repo", "http://m.example/repo/11/144.zip"),
+        ("http://m.example/repo//", "http://m.example/repo/11/144.zip"),
+        ("http://m.example/XX/", "http://m.example/XX/11/144.zip"),  # only slashes go
+    ],
+)
+def test_an_nlpl_url_joins_its_base_without_a_trailing_slash(base, url):
+    from elmo_tf.presets import nlpl
+
+    assert nlpl.ENTRIES[144].url(base) == url
