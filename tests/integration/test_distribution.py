@@ -4,8 +4,11 @@ uploaded) and embeds with its bundled model, its console script answering, away 
 checkout."""
 
 import os
+import pathlib
+import site
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import zipfile
 
@@ -60,11 +63,23 @@ def test_the_sdist_and_wheel_build_and_the_wheel_installs_and_embeds(tmp_path):
         members = {m.name.split("/", 1)[1] for m in archive.getmembers() if "/" in m.name}
     assert {"setup.py", "pyproject.toml", "README.md", "elmo_tf/__init__.py"} <= members
 
-    # A fresh virtualenv: its dependencies from this machine's site-packages (no network), the
-    # wheel installed into it alone.
+    # A fresh virtualenv, the wheel installed into it alone; its dependencies are those of the
+    # environment running the tests (no network), which a .pth file puts after its own
+    # site-packages. (--system-site-packages would reach the interpreter under a virtualenv
+    # running the tests, not the virtualenv.) Directories a .pth names are not site
+    # directories: the running environment's own .pth files, its editable install of elmo-tf
+    # among them, are not read.
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    outer = dict.fromkeys([*site.getsitepackages(), *sysconfig.get_paths().values()])
+    (pathlib.Path(purelib) / "running_environment.pth").write_text(
+        "".join(f"{p}\n" for p in outer if os.path.isdir(p) and "site-packages" in p)
+    )
     installed = subprocess.run(
         [python, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", str(wheel)],
         capture_output=True,
