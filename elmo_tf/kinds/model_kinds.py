@@ -59,11 +59,6 @@ class Kind:
     subfolders: tuple = ()
     model_configs: bool = False
 
-    @property
-    def with_article(self):
-        """``a bilm-tf``, ``an ELMoForManyLangs``: the name as a sentence's noun takes it."""
-        return f"{'an' if self.name[0] in 'AEIOU' else 'a'} {self.name}"
-
     def shown_required(self):
         """``options.json, weights.hdf5 or model.hdf5``: what it holds, as a message says."""
         return ", ".join(" or ".join(r) if isinstance(r, tuple) else r for r in self.required)
@@ -215,21 +210,20 @@ def archive_kind(members, source):
     kinds = [kind for kind in KINDS if all(m in members for m in kind.markers)]
     if len(kinds) != 1:
         told = " nor ".join(
-            f"{k.with_article} {'one' if i else 'model'} ({k.shown_required()})"
+            f"{checks.with_article(k.name)} {'one' if i else 'model'} ({k.shown_required()})"
             for i, k in enumerate(KINDS)
         )
-        raise ForeignModelError(
-            f"{source}: holds neither {told}"
-            if not kinds
-            else f"{source}: holds both {kinds[0].with_article} and {kinds[1].with_article} model"
-        )
+        if not kinds:
+            raise ForeignModelError(f"{source}: holds neither {told}")
+        both = " and ".join(checks.with_article(k.name) for k in kinds)
+        raise ForeignModelError(f"{source}: holds both {both} model")
     (kind,) = kinds
     for entry in kind.required:
         names = entry if isinstance(entry, tuple) else (entry,)
         if not any(name in members for name in names):
             raise ForeignModelError(
-                f"{source}: lacks {' or '.join(names)} ({kind.with_article} model archive holds "
-                f"{kind.shown_required()})"
+                f"{source}: lacks {' or '.join(names)} ({checks.with_article(kind.name)} model "
+                f"archive holds {kind.shown_required()})"
             )
     allowed = {n for r in kind.required for n in (r if isinstance(r, tuple) else (r,))}
     for name in members:
@@ -239,7 +233,8 @@ def archive_kind(members, source):
             continue
         shown = checks.shown(name, 80, quote=False)  # pragma: no mutate, quote=None is falsy too
         raise ForeignModelError(
-            f"{source}: holds '{shown}', which {kind.with_article} model archive has no place for"
+            f"{source}: holds '{shown}', which {checks.with_article(kind.name)} model archive has "
+            "no place for"
         )
     return kind
 
