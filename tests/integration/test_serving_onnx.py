@@ -41,7 +41,7 @@ from elmo_tf.serving.request_limits import DEFAULT_MAX_REQUEST_ROWS, RequestLimi
 from elmo_tf.serving.server import ModelServer, ServerOptions
 
 TIMEOUT = 30  # seconds, for every call
-ATOL = 1e-6  # the bound: the server runs the file on the rows embed --onnx runs
+ATOL = 1e-6  # the server runs the file on the rows embed --onnx runs
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog .",
     "Hello !",

@@ -28,7 +28,6 @@ TEST_FILES_NEEDING = {
     "unit/test_onnx_checks.py": ONNX,
     "integration/test_serving_onnx.py": SERVING + ONNX,
     "integration/test_beam.py": BEAM,
-    "integration/test_beam_onnx.py": BEAM + ONNX,
     "unit/test_beam_inputs.py": BEAM,
 }
 

@@ -5,6 +5,8 @@ ModuleNotFoundError traceback and left an empty OUTDIR)."""
 import sys
 
 import pytest
+from support.extras import TEST_FILES_NEEDING
+from support.paths import ROOT
 
 from elmo_tf.cli.main import main
 
@@ -30,3 +32,9 @@ def test_the_library_export_checks_it_too(tmp_path, monkeypatch):
     with pytest.raises(MissingExtraError, match="a SavedModel's warm-up records needs the"):
         export_saved_model(object(), str(tmp_path / "exported"))  # checked before the model
     assert not (tmp_path / "exported").exists()
+
+
+def test_every_test_file_gated_on_an_extra_exists():
+    """A gate naming a file that is not there gates nothing: the file it meant is collected
+    without its extra."""
+    assert [p for p in TEST_FILES_NEEDING if not (ROOT / "tests" / p).is_file()] == []
