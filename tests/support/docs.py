@@ -8,6 +8,8 @@ before it must hold one directive:
                                        sets the environment before importing TensorFlow)
 ``<!-- test: run background -->``      bash: a server, left running for the blocks after it
 ``<!-- test: run needs=EXTRA -->``     as ``run``; skipped, naming the extra, without it
+``<!-- test: run needs-cpu=bfloat16 -->``  as ``run``; skipped on a CPU without AVX-512 BF16
+                                       or AMX (``elmo_tf.precision.native_bf16``)
 ``<!-- test: skip REASON -->``         cannot run here (Docker, a GPU, a cluster, the
                                        network, hours): skipped with REASON
 =====================================  ===================================================
@@ -43,6 +45,7 @@ import time
 
 import pytest
 
+from elmo_tf import precision
 from elmo_tf.system.extras import EXTRAS
 from support.extras import installed
 from support.paths import ROOT
@@ -489,6 +492,8 @@ def run_block(block, sessions):
     for word in block.words:
         if word.startswith("needs=") and not installed(*EXTRAS[word[6:]]):
             pytest.skip(f"needs the [{word[6:]}] extra")
+        if word == "needs-cpu=bfloat16" and not precision.native_bf16():
+            pytest.skip("needs a CPU with AVX-512 BF16 or AMX")
     session = sessions(block.document)
     if block.document in session.failed:
         pytest.skip(

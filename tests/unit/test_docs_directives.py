@@ -16,7 +16,9 @@ def test_every_command_block_says_whether_it_runs():
         if words[0] == "skip":
             assert len(words) > 1, f"{block.id}: a skip needs its reason"
         for word in words[1:] if words[0] == "run" else []:
-            assert word in ("fresh", "background") or word.startswith("needs="), block.id
+            assert word in ("fresh", "background", "needs-cpu=bfloat16") or word.startswith(
+                "needs="
+            ), block.id
             if word.startswith("needs="):
                 assert word[6:] in EXTRAS, f"{block.id}: unknown extra {word[6:]}"
     outputs = [b for b in BLOCKS if b.directive == "output"]
