@@ -78,6 +78,14 @@ def requested():
     return _requested
 
 
+def should_stop():
+    """At a safe point of the work inside ``stop_at_a_safe_point``: whether the first signal
+    asked it to stop. A second signal whose exception was swallowed (see above) ends the
+    command here, before the work saves anything."""
+    raise_if_received()
+    return _requested is not None
+
+
 def _defer(signum, frame):
     global _requested
     if _requested is None:

@@ -219,7 +219,7 @@ def run(args):
         with stop_signals.stop_at_a_safe_point():
             last = trainer.train(
                 training_plan.total_steps, callback=progress.step,
-                should_stop=stop_signals.requested,
+                should_stop=stop_signals.should_stop,
             )  # fmt: skip
     except BaseException:
         progress.abort()

@@ -285,13 +285,24 @@ def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(corpus_file, tm
         assert_reordered(two[name], one[name], err_msg=name)
 
 
+# A command started by a shell in the background (`... &`, nohup) ignores SIGINT, and so does
+# every process it starts, as a terminal's foreground command does not: the commands that
+# take the test's signals start with SIGINT's default, as a user's do.
+IN_THE_FOREGROUND = [
+    sys.executable, "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]  # fmt: skip
+
+
 def _training_process(corpus_file, ckpt, log):
     """``elmo-tf train`` of the tiny model, far from its end and from its next checkpoint,
     once it has printed its first step (its stderr goes to ``log``)."""
     command = [os.path.join(os.path.dirname(sys.executable), "elmo-tf"), "train"]
     argv = [str(corpus_file), "--checkpoint-dir", str(ckpt), *ARCH, *FAST]
+    far = ["--max-steps", "100000", "--checkpoint-every", "100000"]
     process = subprocess.Popen(
-        [*command, *argv, "--max-steps", "100000", "--checkpoint-every", "100000"],
+        [*IN_THE_FOREGROUND, *command, *argv, *far],
         stdout=subprocess.DEVNULL,
         stderr=log.open("w"),
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
