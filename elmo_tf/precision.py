@@ -40,6 +40,9 @@ IN_PROCESS = ("tensorflow", "torch", "jax")
 # /proc/cpuinfo flags of native bfloat16 arithmetic: AVX-512 BF16 (Cooper Lake, Zen 4 on),
 # AMX (Sapphire Rapids on), and Arm's BF16 extension (its "Features" line: Neoverse V1 on).
 BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+# oneDNN's CPU ISA caps below AVX512_CORE_BF16: TensorFlow's bfloat16 kernels then fail to
+# build (a graph error at the first call), whatever the CPU has
+ONEDNN_ISAS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
 CPUINFO = "/proc/cpuinfo"
 
 _INT8_THROUGH_EXPORT = (
@@ -73,6 +76,13 @@ def cpu_flags(path=CPUINFO):
     except OSError:
         pass
     return set()
+
+
+def onednn_isa_cap():
+    """The instruction set oneDNN is capped at (``ONEDNN_MAX_CPU_ISA``, else its older name
+    ``DNNL_MAX_CPU_ISA``), upper-cased as oneDNN reads it; ``""`` when neither is set."""
+    value = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
+    return value.strip().upper()
 
 
 def native_bf16(runtime=None, flags=None):
@@ -125,7 +135,23 @@ def check(precision, runtime, device="cpu", flags=None):
                 "bfloat16 on TensorFlow runs through oneDNN, which TF_ENABLE_ONEDNN_OPTS=0 "
                 "turns off: unset it, or use float32"
             )
+        isa = onednn_isa_cap()
+        if runtime == "tensorflow" and isa in ONEDNN_ISAS_WITHOUT_BF16:
+            raise PrecisionError(
+                f"bfloat16 on TensorFlow runs through oneDNN, which ONEDNN_MAX_CPU_ISA={isa} keeps "
+                "from this CPU's bfloat16 instructions: unset it, or use float32"
+            )
     return precision
+
+
+def runs(precision, runtime, device="cpu"):
+    """Whether ``precision`` runs on ``runtime`` here: :func:`check` passes (a test or a docs
+    example skips on it)."""
+    try:
+        check(precision, runtime, device)
+    except PrecisionError:
+        return False
+    return True
 
 
 def dtype_policy(precision):

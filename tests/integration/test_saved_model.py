@@ -410,7 +410,8 @@ def test_elmo_layer_takes_the_tokens_signatures_inputs(exported, loaded):
 
 @pytest.mark.numerics
 @pytest.mark.skipif(
-    not precision.native_bf16("tensorflow"), reason="this CPU has no native bfloat16"
+    not precision.runs("bfloat16", "tensorflow"),
+    reason="this CPU has no native bfloat16 (or oneDNN is kept from it)",
 )
 def test_a_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(
     tiny_files, tiny_model, tmp_path, request

@@ -9,7 +9,7 @@ before it must hold one directive:
 ``<!-- test: run background -->``      bash: a server, left running for the blocks after it
 ``<!-- test: run needs=EXTRA -->``     as ``run``; skipped, naming the extra, without it
 ``<!-- test: run needs-cpu=bfloat16 -->``  as ``run``; skipped on a CPU without AVX-512 BF16
-                                       or AMX (``elmo_tf.precision.native_bf16``)
+                                       or AMX, or where oneDNN is kept from it
 ``<!-- test: skip REASON -->``         cannot run here (Docker, a GPU, a cluster, the
                                        network, hours): skipped with REASON
 =====================================  ===================================================
@@ -492,7 +492,7 @@ def run_block(block, sessions):
     for word in block.words:
         if word.startswith("needs=") and not installed(*EXTRAS[word[6:]]):
             pytest.skip(f"needs the [{word[6:]}] extra")
-        if word == "needs-cpu=bfloat16" and not precision.native_bf16():
+        if word == "needs-cpu=bfloat16" and not precision.runs("bfloat16", "tensorflow"):
             pytest.skip("needs a CPU with AVX-512 BF16 or AMX")
     session = sessions(block.document)
     if block.document in session.failed:

@@ -16,10 +16,17 @@ ZEN3 = {"avx2", "fma"}
 SKYLAKE = {"avx512f", "avx512bw", "avx512vl"}  # AVX-512 without BF16: oneDNN emulates it
 
 
+@pytest.fixture(autouse=True)
+def onednn_as_it_starts(monkeypatch):
+    """oneDNN on, uncapped (CI reruns the suite with ONEDNN_MAX_CPU_ISA set): each test sets
+    what it is about."""
+    for variable in ("TF_ENABLE_ONEDNN_OPTS", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        monkeypatch.delenv(variable, raising=False)
+
+
 @pytest.mark.parametrize("runtime", ["tensorflow", "torch", "jax"])
 @pytest.mark.parametrize("flags", [ZEN4, SAPPHIRE_RAPIDS])
 def test_bfloat16_runs_in_process_on_a_cpu_with_native_bfloat16(runtime, flags, monkeypatch):
-    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
     assert precision.check("bfloat16", runtime, "cpu", flags) == "bfloat16"
     assert precision.dtype_policy("bfloat16") == "bfloat16"
 
@@ -43,6 +50,28 @@ def test_tensorflow_bfloat16_needs_onednn(monkeypatch, value):
     with pytest.raises(PrecisionError, match="which TF_ENABLE_ONEDNN_OPTS=0 turns off"):
         precision.check("bfloat16", "tensorflow", "cpu", ZEN4)
     assert precision.check("bfloat16", "torch", "cpu", ZEN4) == "bfloat16"
+
+
+@pytest.mark.parametrize("variable", ["ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"])
+@pytest.mark.parametrize("value", ["AVX2", "avx512_core", " SSE41 ", "AVX512_CORE_VNNI"])
+def test_tensorflow_bfloat16_needs_onednns_bfloat16_instructions(monkeypatch, variable, value):
+    """A cap below AVX512_CORE_BF16 keeps oneDNN from the CPU's bfloat16 (its kernels would fail
+    at the first call): refused in one line naming the cap, as oneDNN reads it."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(PrecisionError) as caught:
+        precision.check("bfloat16", "tensorflow", "cpu", ZEN4)
+    assert str(caught.value) == (
+        f"bfloat16 on TensorFlow runs through oneDNN, which ONEDNN_MAX_CPU_ISA="
+        f"{value.strip().upper()} keeps from this CPU's bfloat16 instructions: unset it, or use "
+        "float32"
+    )
+    assert precision.check("bfloat16", "torch", "cpu", ZEN4) == "bfloat16"
+
+
+@pytest.mark.parametrize("value", ["AVX512_CORE_BF16", "avx512_core_amx", "ALL", ""])
+def test_a_cap_that_keeps_bfloat16_lets_it_run(monkeypatch, value):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", value)
+    assert precision.check("bfloat16", "tensorflow", "cpu", ZEN4) == "bfloat16"
 
 
 @pytest.mark.parametrize("value", ["1", "true", "TRUE", ""])
