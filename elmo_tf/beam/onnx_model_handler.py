@@ -36,7 +36,7 @@ import os
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from elmo_tf.beam import DEFAULT_INNER_BATCH_SIZE, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MIN_BATCH_SIZE
-from elmo_tf.beam.predictions import check_layers, split_rows
+from elmo_tf.beam.predictions import batch_bytes, check_layers, in_sentence_order
 from elmo_tf.beam.remote_files import local_copies
 from elmo_tf.export.onnx import OnnxModel
 from elmo_tf.models.length_batches import DEFAULT_MAX_BATCH_TOKENS, check_max_batch_tokens
@@ -88,16 +88,14 @@ class ElmoOnnxModelHandler(ModelHandler):
 
     def run_inference(self, batch, model, inference_args=None):
         sentences = [list(tokens) for tokens in batch]
-        n_lstm_layers = model.config.n_lstm_layers
-        results = [None] * len(sentences)
         batches = model.embed_batches(sentences, self.inner_batch_size, self.max_batch_tokens)
-        for indices, outputs in batches:
-            for row, vectors in zip(indices, split_rows(outputs, n_lstm_layers, self.layers)):
-                results[row] = PredictionResult(batch[row], vectors)
-        return results
+        predictions = in_sentence_order(
+            len(batch), batches, model.config.n_lstm_layers, self.layers
+        )
+        return [PredictionResult(tokens, p) for tokens, p in zip(batch, predictions)]
 
     def get_num_bytes(self, batch):
-        return sum(len(token.encode("utf-8")) for tokens in batch for token in tokens)
+        return batch_bytes(batch)
 
     def get_metrics_namespace(self):
         return "ElmoOnnxModelHandler"

@@ -1,6 +1,7 @@
 """What a Beam model handler yields per sentence, whatever runs the model: ``split_rows`` cuts a
 batch's padded outputs into one prediction per sentence, as ``elmo-tf embed`` writes them
-(``layers``: ``None`` for the dict of outputs, or ``"all"``, ``"top"``, ``"average"``)."""
+(``layers``: ``None`` for the dict of outputs, or ``"all"``, ``"top"``, ``"average"``), and
+``in_sentence_order`` puts them back in the order of the sentences the handler was given."""
 
 import numpy as np
 
@@ -36,3 +37,19 @@ def split_rows(outputs, n_lstm_layers, layers):
             for key, value in outputs.items()
             if key != "state"
         }
+
+
+def in_sentence_order(count, batches, n_lstm_layers, layers):
+    """The predictions of ``count`` sentences in their order, from ``batches``: pairs of the
+    sentences' indices and their padded outputs, as ``embed_batches`` yields them (sorted by
+    length, not in the sentences' order)."""
+    predictions = [None] * count
+    for indices, outputs in batches:
+        for index, prediction in zip(indices, split_rows(outputs, n_lstm_layers, layers)):
+            predictions[index] = prediction
+    return predictions
+
+
+def batch_bytes(batch):
+    """A batch of token lists' size as Beam's ``get_num_bytes`` reports it: its UTF-8 bytes."""
+    return sum(len(token.encode("utf-8")) for tokens in batch for token in tokens)

@@ -38,7 +38,7 @@ from elmo_tf.beam import (
     DEFAULT_MIN_BATCH_SIZE,
     SIGNATURES,
 )
-from elmo_tf.beam.predictions import check_layers, split_rows
+from elmo_tf.beam.predictions import batch_bytes, check_layers, in_sentence_order
 from elmo_tf.errors import ExportError
 from elmo_tf.export.versions import versions_in
 from elmo_tf.models import length_batches
@@ -93,7 +93,13 @@ class ElmoSavedModelHandler(ModelHandler):
 
     def run_inference(self, batch, model, inference_args=None):
         sentences = [list(tokens) for tokens in batch]
-        results = [None] * len(sentences)
+        batches = self._embed_batches(model, sentences)
+        predictions = in_sentence_order(len(batch), batches, model.n_lstm_layers, self.layers)
+        return [PredictionResult(tokens, p) for tokens, p in zip(batch, predictions)]
+
+    def _embed_batches(self, model, sentences):
+        """``(indices, outputs)`` per inner batch of ``sentences``, as ``ELMo.embed_batches``
+        yields them, from the SavedModel's signature."""
         batches = length_batches.length_batches(
             [len(s) for s in sentences], self.inner_batch_size, self.max_batch_tokens
         )
@@ -109,13 +115,10 @@ class ElmoSavedModelHandler(ModelHandler):
                 outputs = model.function(
                     tokens=tf.constant(padded, tf.string), sequence_len=tf.constant(lengths)
                 )
-            outputs = {key: value.numpy() for key, value in outputs.items()}
-            for row, vectors in zip(indices, split_rows(outputs, model.n_lstm_layers, self.layers)):
-                results[row] = PredictionResult(batch[row], vectors)
-        return results
+            yield indices, {key: value.numpy() for key, value in outputs.items()}
 
     def get_num_bytes(self, batch):
-        return sum(len(token.encode("utf-8")) for tokens in batch for token in tokens)
+        return batch_bytes(batch)
 
     def get_metrics_namespace(self):
         return "ElmoSavedModelHandler"

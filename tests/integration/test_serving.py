@@ -28,7 +28,7 @@ from support.console import blocker
 from support.numerics import assert_reordered
 from support.paths import ROOT as REPOSITORY
 from support.serving_gate import gate_servable_run
-from support.serving_requests import proto_request
+from support.serving_requests import SENTENCES, proto_request
 from tensorflow.python.tools import saved_model_utils
 from tensorflow_serving.apis import (
     get_model_metadata_pb2,
@@ -54,15 +54,6 @@ TIMEOUT = 30  # seconds, for every call
 
 
 MAX_REQUEST_BYTES = 256 * 1024
-
-
-SENTENCES = [
-    "The quick brown fox jumps over the lazy dog .",
-    "Hello !",
-    "",
-    "Zürich is a city in Switzerland .",
-    "ELMo gives every word a vector",
-]
 
 
 BATCHING = BatchingOptions(

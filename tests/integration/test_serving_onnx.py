@@ -22,6 +22,7 @@ import pytest
 import tensorflow as tf
 from support.foreign_models import EFML_TINY
 from support.paths import ROOT
+from support.serving_requests import SENTENCES
 from tensorflow_serving.apis import (
     get_model_metadata_pb2,
     get_model_status_pb2,
@@ -42,13 +43,6 @@ from elmo_tf.serving.server import ModelServer, ServerOptions
 
 TIMEOUT = 30  # seconds, for every call
 ATOL = 1e-6  # the server runs the file on the rows embed --onnx runs
-SENTENCES = [
-    "The quick brown fox jumps over the lazy dog .",
-    "Hello !",
-    "",
-    "Zürich is a city in Switzerland .",
-    "ELMo gives every word a vector",
-]
 BATCHING = BatchingOptions(
     max_batch_size=8, batch_timeout_micros=20_000, max_enqueued_batches=4, num_batch_threads=1
 )

@@ -159,20 +159,6 @@ def test_loader_at_published_small_shapes(small_official_files):
 # another dataset), and nothing may be read before its structure and every shape pass.
 
 
-@pytest.fixture
-def reads(monkeypatch):
-    """The names of the datasets whose data is read (h5py.Dataset.__getitem__)."""
-    names = []
-    original = h5py.Dataset.__getitem__
-
-    def recording(self, *args, **kwargs):
-        names.append(self.name)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(h5py.Dataset, "__getitem__", recording)
-    return names
-
-
 def _secret_hdf5(tmp_path):
     """Another HDF5 file whose '/secret' has the shape of 'CNN/b_cnn_0' (8,)."""
     other = tmp_path / "other.hdf5"
@@ -277,7 +263,7 @@ def _plugin_filter(tmp_path):
     ],
 )
 def test_links_and_foreign_storage_are_refused_before_any_read(
-    tiny_model, tmp_path, reads, craft, message
+    tiny_model, tmp_path, dataset_reads, craft, message
 ):
     path = _copy_weights(tmp_path, craft(tmp_path))
     name = "CNN_high_0/W_carry" if craft is _external_group_link else "CNN/b_cnn_0"
@@ -286,12 +272,12 @@ def test_links_and_foreign_storage_are_refused_before_any_read(
         expected = 0.0 if craft in storage else SECRET
         expected = f["CNN/b_cnn_1"][0] if craft is _soft_link else expected
         assert f[name][(0,) * f[name].ndim] == expected
-    reads.clear()
+    dataset_reads.clear()
     before = [w.numpy().copy() for w in tiny_model.weights]
     with pytest.raises(WeightFileError, match=message) as info:
         elmo_tf.load_weights(tiny_model, path)
     assert str(info.value).startswith(f"{path}: ")
-    assert reads == []  # refused from the structure alone: no data was read
+    assert dataset_reads == []  # refused from the structure alone: no data was read
     for x, w in zip(before, tiny_model.weights):
         np.testing.assert_array_equal(x, w.numpy())
     assert not any((w.numpy() == SECRET).any() for w in tiny_model.weights)
@@ -310,27 +296,27 @@ def test_official_files_hold_hard_links_to_plain_datasets_only(path):
     assert links and {kind for _, kind in links} == {h5py.HardLink}
 
 
-def test_no_data_is_read_before_every_dataset_is_checked(tiny_model, tmp_path, reads):
+def test_no_data_is_read_before_every_dataset_is_checked(tiny_model, tmp_path, dataset_reads):
     """The last dataset in the table has the wrong shape: nothing before it was read."""
     last = weight_table(tiny_model)[-1].dataset
     path = _copy_weights(tmp_path, _replace(last, lambda f, n: f.create_dataset(n, data=[1.0])))
-    reads.clear()
+    dataset_reads.clear()
     with pytest.raises(WeightFileError, match=f"'{last}' has shape \\(1,\\)"):
         elmo_tf.load_weights(tiny_model, path)
-    assert reads == []
+    assert dataset_reads == []
 
 
-def test_absurd_declared_size_is_refused_without_allocating(tiny_model, tmp_path, reads):
+def test_absurd_declared_size_is_refused_without_allocating(tiny_model, tmp_path, dataset_reads):
     def huge(f, name):  # 4 TiB declared, nothing written: the file stays small
         f.create_dataset(name, shape=(2**40,), dtype=np.float32, chunks=(1024,))
 
     path = _copy_weights(tmp_path, _replace("CNN/b_cnn_0", huge))
     assert path.stat().st_size < 10**6
-    reads.clear()
+    dataset_reads.clear()
     start = time.perf_counter()
     with pytest.raises(WeightFileError, match="'CNN/b_cnn_0' has shape \\(1099511627776,\\)"):
         elmo_tf.load_weights(tiny_model, path)
-    assert time.perf_counter() - start < 5 and reads == []
+    assert time.perf_counter() - start < 5 and dataset_reads == []
 
 
 @pytest.mark.parametrize(

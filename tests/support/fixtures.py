@@ -157,6 +157,23 @@ def tiny_int8_onnx(tmp_path_factory, tiny_files):
     return made_once(tmp_path_factory, "tiny_int8_onnx", make) / "elmo.onnx"
 
 
+@pytest.fixture
+def dataset_reads(monkeypatch):
+    """The names of the HDF5 datasets whose data is read (``h5py.Dataset.__getitem__``), in
+    the order they are read."""
+    import h5py  # lazy: only the weight-file tests need it
+
+    names = []
+    original = h5py.Dataset.__getitem__
+
+    def recording(self, *args, **kwargs):
+        names.append(self.name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", recording)
+    return names
+
+
 @pytest.fixture(scope="session")
 def model_mirror(small_official_files):
     """A loopback HTTP server holding the published layout of ``small`` (random weights) and

@@ -43,20 +43,6 @@ def efml():
     return efml_conversion.convert(efml_folder.read_folder(EFML_TINY))
 
 
-@pytest.fixture
-def reads(monkeypatch):
-    """The names of the datasets whose data is read (``h5py.Dataset.__getitem__``)."""
-    names = []
-    original = h5py.Dataset.__getitem__
-
-    def recording(self, *args, **kwargs):
-        names.append(self.name)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(h5py.Dataset, "__getitem__", recording)
-    return names
-
-
 def _tiny_arrays():
     with h5py.File(TINY / "weights.hdf5", "r") as f:
         names = []
@@ -179,24 +165,27 @@ def test_the_zero_row_helpers_add_and_drop_the_row_of_id_0():
     np.testing.assert_array_equal(weight_file._without_zero_row(with_zero), rows)
 
 
-# A good file passes; what each check reads.
+# A good file passes; what each check dataset_reads.
 
 
-def test_the_official_file_passes_every_check(tiny, reads):
+def test_the_official_file_passes_every_check(tiny, dataset_reads):
     assert weight_file.check_structure(tiny, TINY / "weights.hdf5") is None
-    assert reads == []  # metadata only
+    assert dataset_reads == []  # metadata only
     assert weight_file.check_file(tiny, str(TINY / "weights.hdf5")) is None
-    assert sorted(reads) == sorted(f"/{name}" for name in _tiny_arrays())  # every value read
+    # every value read
+    assert sorted(dataset_reads) == sorted(f"/{name}" for name in _tiny_arrays())
 
 
-def test_check_file_reads_the_values_and_check_structure_only_the_metadata(tiny, tmp_path, reads):
+def test_check_file_reads_the_values_and_check_structure_only_the_metadata(
+    tiny, tmp_path, dataset_reads
+):
     def poison(f):
         f["CNN/b_cnn_0"][3] = np.nan
 
     path = _tiny_file(tmp_path, poison)
-    reads.clear()
+    dataset_reads.clear()
     weight_file.check_structure(tiny, path)
-    assert reads == []
+    assert dataset_reads == []
     message = _message(weight_file.check_file, tiny, path)
     assert message == f"{path}: dataset 'CNN/b_cnn_0' holds NaN or inf"
 
@@ -267,13 +256,13 @@ def test_word_embed_with_the_row_of_id_0_is_accepted(efml, tmp_path):
     ],
 )
 def test_a_dataset_of_another_shape_is_refused_naming_both_shapes(
-    tiny, tmp_path, reads, name, make, problem
+    tiny, tmp_path, dataset_reads, name, make, problem
 ):
     path = _tiny_file(tmp_path, _replace(name, make))
-    reads.clear()
+    dataset_reads.clear()
     message = _message(weight_file.check_structure, tiny, path)
     assert message == f"{path}: dataset '{name}' {problem} for this options file"
-    assert reads == []
+    assert dataset_reads == []
 
 
 @pytest.mark.parametrize(
@@ -381,14 +370,14 @@ def _virtual_dataset(tmp_path):
      _external_storage, _virtual_dataset],
 )  # fmt: skip
 def test_links_and_storage_outside_the_dataset_are_refused_before_any_read(
-    tiny, tmp_path, reads, craft
+    tiny, tmp_path, dataset_reads, craft
 ):
     edit, problem = craft(tmp_path)
     path = _tiny_file(tmp_path, edit)
-    reads.clear()
+    dataset_reads.clear()
     assert _message(weight_file.check_structure, tiny, path) == f"{path}: {problem}"
     assert _message(weight_file.check_file, tiny, path) == f"{path}: {problem}"
-    assert reads == []
+    assert dataset_reads == []
 
 
 def test_a_link_of_another_kind_is_refused_by_its_class_name():
@@ -519,13 +508,13 @@ def test_chunked_and_compressed_storage_within_bounds_is_accepted(tiny, tmp_path
     ],
 )  # fmt: skip
 def test_storage_that_costs_more_than_the_file_or_needs_a_plugin_is_refused(
-    tiny, tmp_path, reads, edit, problem
+    tiny, tmp_path, dataset_reads, edit, problem
 ):
     path = _tiny_file(tmp_path, edit)
     assert path.stat().st_size < 10**6
-    reads.clear()
+    dataset_reads.clear()
     assert _message(weight_file.check_structure, tiny, path) == f"{path}: {problem}"
-    assert reads == []
+    assert dataset_reads == []
 
 
 def test_a_filter_this_hdf5_cannot_decode_is_refused_by_name(tiny, tmp_path, monkeypatch):
@@ -583,14 +572,14 @@ def test_the_bytes_of_a_file_that_is_not_hdf5_are_refused_in_one_line(tiny):
 # A code-point model's vocabulary datasets: bounded by the options before anything is read.
 
 
-def test_a_code_point_models_file_passes_with_its_vocabulary(efml, tmp_path, reads):
+def test_a_code_point_models_file_passes_with_its_vocabulary(efml, tmp_path, dataset_reads):
     config, arrays = efml
     path = _write(tmp_path / "weights.hdf5", arrays)
-    reads.clear()
+    dataset_reads.clear()
     assert weight_file.check_structure(config, path) is None
-    assert reads == []
+    assert dataset_reads == []
     assert weight_file.check_file(config, path) is None
-    assert "/vocabulary/char_codepoints" in reads
+    assert "/vocabulary/char_codepoints" in dataset_reads
     read, vocabulary = weight_file.parse_weight_file(config, path.read_bytes())
     np.testing.assert_array_equal(vocabulary.word_offsets, arrays["vocabulary/word_offsets"])
     assert set(read) == set(weight_file.expected_datasets(config))
@@ -616,7 +605,7 @@ def test_a_code_point_models_file_passes_with_its_vocabulary(efml, tmp_path, rea
     ],
 )  # fmt: skip
 def test_a_vocabulary_dataset_of_another_kind_or_size_is_refused(
-    efml, tmp_path, reads, name, value, problem
+    efml, tmp_path, dataset_reads, name, value, problem
 ):
     config, arrays = efml
     arrays = {k: v for k, v in arrays.items() if k != name}
@@ -624,9 +613,9 @@ def test_a_vocabulary_dataset_of_another_kind_or_size_is_refused(
     if value is not None:
         with h5py.File(path, "a") as f:
             f.create_dataset(name, data=value)
-    reads.clear()
+    dataset_reads.clear()
     assert _message(weight_file.check_structure, config, path) == f"{path}: {problem}"
-    assert reads == []
+    assert dataset_reads == []
     message = _message(weight_file.parse_weight_file, config, path.read_bytes(), "upload")
     assert message == f"upload: {problem}"
 
